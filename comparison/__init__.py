@@ -1,0 +1,4 @@
+"""Comparison of PER-SAC against uniform SAC: reporting (tables and plots) over several seeds.
+
+See :mod:`comparison.report`.
+"""

@@ -1,0 +1,447 @@
+"""Tests for comparison.report: statistics, per-run tables, summary.md and plots, on synthetic CSVs."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.image import imread
+from scipy.stats import trim_mean
+
+from comparison.report import (
+    BASELINE_COLUMNS,
+    EVALUATION_COLUMNS,
+    bootstrap_ci,
+    final_returns,
+    iqm,
+    relative_difference_ci,
+    steps_to_threshold,
+    summary_table,
+    variant_order,
+    write_report,
+    write_summary_md,
+)
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+STEPS = (2_000, 4_000, 6_000, 8_000, 10_000)
+SEEDS = (0, 1, 2)
+
+
+def _eval_row(run: str, variant: str, seed: int, step: int, mean_return: float, **metrics: float) -> dict:
+    row = {
+        "run": run,
+        "variant": variant,
+        "seed": seed,
+        "step": step,
+        "mean_return": mean_return,
+        "std_return": 0.1,
+        "sharpe": 1.0,
+        "max_drawdown": 0.05,
+        "turnover": 2.0,
+        "return_normal": mean_return / 2,
+        "return_stress": mean_return / 4,
+        "return_break": mean_return / 4,
+        "n_episodes": 10,
+    }
+    row.update(metrics)
+    return row
+
+
+def synthetic_evaluations(rng: np.random.Generator) -> pd.DataFrame:
+    """uniform and per, 3 seeds each, 5 evaluation steps; per learns faster. Columns in the documented order."""
+    rows = []
+    for variant, slope in (("uniform", 0.02), ("per", 0.03)):
+        for seed in SEEDS:
+            for step in STEPS:
+                mean_return = slope * step / 1_000 + rng.normal(0, 0.02)
+                rows.append(
+                    _eval_row(
+                        f"{variant}_s{seed}",
+                        variant,
+                        seed,
+                        step,
+                        mean_return,
+                        std_return=abs(rng.normal(0.1, 0.02)),
+                        sharpe=rng.normal(1.0, 0.3),
+                        max_drawdown=abs(rng.normal(0.05, 0.01)),
+                        turnover=abs(rng.normal(2.0, 0.5)),
+                        return_normal=mean_return * 0.6 + rng.normal(0, 0.01),
+                        return_stress=mean_return * 0.3 + rng.normal(0, 0.01),
+                        return_break=mean_return * 0.1 + rng.normal(0, 0.01),
+                    )
+                )
+    return pd.DataFrame(rows, columns=list(EVALUATION_COLUMNS))
+
+
+def synthetic_baselines() -> pd.DataFrame:
+    rows = [
+        {
+            "variant": "zscore",
+            "mean_return": 0.15,
+            "std_return": 0.2,
+            "sharpe": 0.8,
+            "max_drawdown": 0.07,
+            "turnover": 3.0,
+            "return_normal": 0.12,
+            "return_stress": 0.05,
+            "return_break": -0.02,
+            "n_episodes": 10,
+        },
+        {
+            "variant": "flat",
+            "mean_return": 0.0,
+            "std_return": 0.0,
+            "sharpe": 0.0,
+            "max_drawdown": 0.0,
+            "turnover": 0.0,
+            "return_normal": 0.0,
+            "return_stress": 0.0,
+            "return_break": 0.0,
+            "n_episodes": 10,
+        },
+    ]
+    return pd.DataFrame(rows, columns=list(BASELINE_COLUMNS))
+
+
+@pytest.fixture()
+def out_dir(tmp_path: Path) -> Path:
+    synthetic_evaluations(np.random.default_rng(1234)).to_csv(tmp_path / "evaluations.csv", index=False)
+    synthetic_baselines().to_csv(tmp_path / "baselines.csv", index=False)
+    return tmp_path
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# iqm / bootstrap_ci
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def test_iqm_hand_computed() -> None:
+    assert iqm([1, 2, 3, 4]) == pytest.approx(2.5)
+    assert iqm([4, 1, 3, 2]) == pytest.approx(2.5)  # order does not matter
+    # n=5: drop one from each end -> mean(2, 3, 4); the outlier 100 is ignored, unlike the mean (22).
+    assert iqm([1, 2, 3, 4, 100]) == pytest.approx(3.0)
+    # n=8: drop two from each end -> mean(3, 4, 5, 6)
+    assert iqm([-50, 2, 3, 4, 5, 6, 7, 1000]) == pytest.approx(4.5)
+    # n <= 3: nothing trimmed, IQM is the mean
+    assert iqm([7.0]) == 7.0
+    assert iqm([1, 2, 9]) == pytest.approx(4.0)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6, 7, 10, 13])
+def test_iqm_matches_scipy_trim_mean(n: int) -> None:
+    values = np.random.default_rng(n).normal(size=n)
+    assert iqm(values) == pytest.approx(trim_mean(values, 0.25))
+
+
+def test_iqm_rejects_empty_and_nan() -> None:
+    with pytest.raises(ValueError, match="empty"):
+        iqm([])
+    with pytest.raises(ValueError, match="NaN"):
+        iqm([1.0, math.nan, 2.0, 3.0])
+
+
+def test_bootstrap_ci_contains_estimate_and_is_deterministic() -> None:
+    values = np.random.default_rng(0).normal(1.0, 0.5, size=10)
+    low, high = bootstrap_ci(values, iqm, rng=7)
+    assert low < iqm(values) < high
+    assert bootstrap_ci(values, iqm, rng=7) == (low, high)
+    assert bootstrap_ci(values, np.mean, rng=7)[0] < np.mean(values) < bootstrap_ci(values, np.mean, rng=7)[1]
+    # a different seed gives a (slightly) different interval
+    assert bootstrap_ci(values, iqm, rng=8) != (low, high)
+
+
+def test_bootstrap_ci_custom_statistic_matches_vectorised_path() -> None:
+    values = np.random.default_rng(3).normal(size=7)
+    fast = bootstrap_ci(values, np.mean, n_resamples=500, rng=1)
+    slow = bootstrap_ci(values, lambda sample: float(np.mean(sample)), n_resamples=500, rng=1)
+    assert fast == pytest.approx(slow)
+    assert bootstrap_ci(values, iqm, n_resamples=500, rng=1) == pytest.approx(
+        bootstrap_ci(values, lambda sample: float(trim_mean(sample, 0.25)), n_resamples=500, rng=1)
+    )
+
+
+def test_bootstrap_ci_narrows_with_more_data() -> None:
+    rng = np.random.default_rng(42)
+    small = rng.normal(0.0, 1.0, size=5)
+    large = rng.normal(0.0, 1.0, size=500)
+    small_low, small_high = bootstrap_ci(small, np.mean, rng=0)
+    large_low, large_high = bootstrap_ci(large, np.mean, rng=0)
+    assert large_high - large_low < 0.5 * (small_high - small_low)
+
+
+def test_bootstrap_ci_small_samples() -> None:
+    assert bootstrap_ci([0.42], iqm, rng=0) == (0.42, 0.42)
+    low, high = bootstrap_ci([1.0, 3.0], np.mean, rng=0)
+    assert 1.0 <= low < 2.0 < high <= 3.0
+    with pytest.raises(ValueError, match="confidence"):
+        bootstrap_ci([1.0, 2.0], confidence=1.5)
+
+
+def test_bootstrap_ci_wider_with_higher_confidence() -> None:
+    values = np.random.default_rng(5).normal(size=12)
+    low90, high90 = bootstrap_ci(values, np.mean, confidence=0.9, rng=0)
+    low99, high99 = bootstrap_ci(values, np.mean, confidence=0.99, rng=0)
+    assert low99 < low90 and high90 < high99
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# per-run tables
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def tiny_evaluations() -> pd.DataFrame:
+    """Three runs, rows deliberately out of order; run per_s1 stops early and never reaches 1.0."""
+    rows = [
+        _eval_row("per_s0", "per", 0, 300, 1.5),
+        _eval_row("uniform_s0", "uniform", 0, 100, 0.2),
+        _eval_row("per_s0", "per", 0, 100, 0.5),
+        _eval_row("uniform_s0", "uniform", 0, 200, 1.0),
+        _eval_row("uniform_s0", "uniform", 0, 300, 0.9),
+        _eval_row("per_s0", "per", 0, 200, 1.2),
+        _eval_row("per_s1", "per", 1, 100, 0.1),
+        _eval_row("per_s1", "per", 1, 200, 0.3),
+    ]
+    return pd.DataFrame(rows, columns=list(EVALUATION_COLUMNS))
+
+
+def test_variant_order_puts_uniform_first() -> None:
+    assert variant_order(["per", "per", "uniform", "rank", "uniform"]) == ["uniform", "per", "rank"]
+    assert variant_order(["b", "a", "b"]) == ["b", "a"]
+
+
+def test_final_returns_picks_last_step_per_run() -> None:
+    final = final_returns(tiny_evaluations())
+    assert final["run"].tolist() == ["uniform_s0", "per_s0", "per_s1"]
+    assert final["step"].tolist() == [300, 300, 200]
+    assert final["mean_return"].tolist() == [0.9, 1.5, 0.3]
+    assert final["variant"].tolist() == ["uniform", "per", "per"]
+    assert final["seed"].tolist() == [0, 0, 1]
+
+
+def test_final_returns_ignores_duplicated_index_labels() -> None:
+    evals = tiny_evaluations()
+    evals.index = [0] * len(evals)  # e.g. a pd.concat of frames without ignore_index
+    assert final_returns(evals)["mean_return"].tolist() == [0.9, 1.5, 0.3]
+
+
+def test_steps_to_threshold_hand_checked() -> None:
+    table = steps_to_threshold(tiny_evaluations(), 1.0).set_index("run")
+    assert table.loc["uniform_s0", "steps_to_threshold"] == 200  # exactly equal counts as reached
+    assert table.loc["per_s0", "steps_to_threshold"] == 200
+    assert math.isnan(table.loc["per_s1", "steps_to_threshold"])
+    assert table.loc["per_s1", "variant"] == "per"
+    assert table.loc["per_s1", "seed"] == 1
+    # a lower threshold is reached at the first evaluation
+    assert steps_to_threshold(tiny_evaluations(), 0.0)["steps_to_threshold"].tolist() == [100, 100, 100]
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# relative difference
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def test_relative_difference_exactly_thirty_percent() -> None:
+    uniform = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    diff = relative_difference_ci(uniform, 1.3 * uniform, rng=0)
+    assert diff.relative_defined
+    assert diff.relative == pytest.approx(0.3)
+    assert diff.absolute == pytest.approx(0.3 * iqm(uniform))
+    assert diff.relative_ci[0] < 0.3 < diff.relative_ci[1]
+    assert diff.absolute_ci[0] < diff.absolute < diff.absolute_ci[1]
+    # determinism
+    assert relative_difference_ci(uniform, 1.3 * uniform, rng=0) == diff
+
+
+def test_relative_difference_degenerate_ci_and_negative_reference() -> None:
+    diff = relative_difference_ci([2.0, 2.0, 2.0], [2.6, 2.6, 2.6], rng=0)
+    assert diff.relative == pytest.approx(0.3)
+    assert diff.relative_ci == pytest.approx((0.3, 0.3))
+    assert diff.absolute_ci == pytest.approx((0.6, 0.6))
+    # reference -1, compared -0.5: improvement of +50% of |reference|
+    assert relative_difference_ci([-1.0] * 3, [-0.5] * 3).relative == pytest.approx(0.5)
+
+
+def test_relative_difference_near_zero_reference_reports_absolute_only() -> None:
+    diff = relative_difference_ci([0.0004, -0.0002, 0.0001], [0.2, 0.25, 0.3], rng=0, near_zero=1e-3)
+    assert not diff.relative_defined
+    assert math.isnan(diff.relative)
+    assert all(math.isnan(bound) for bound in diff.relative_ci)
+    assert diff.absolute == pytest.approx(0.25 - 0.0001)
+    assert diff.absolute_ci[0] > 0.1
+    # the same data with a looser rule is reported as relative
+    assert relative_difference_ci([0.0004, -0.0002, 0.0001], [0.2, 0.25, 0.3], near_zero=1e-5).relative_defined
+
+
+def test_summary_md_states_near_zero_rule(tmp_path: Path) -> None:
+    rows = [_eval_row(f"uniform_s{s}", "uniform", s, 100, 0.0) for s in SEEDS]
+    rows += [_eval_row(f"per_s{s}", "per", s, 100, 0.1 + 0.01 * s) for s in SEEDS]
+    evals = pd.DataFrame(rows, columns=list(EVALUATION_COLUMNS))
+    text = write_summary_md(evals, synthetic_baselines(), tmp_path / "summary.md", command="x", seeds=SEEDS)
+    line = next(line for line in text.splitlines() if "**per vs uniform**" in line)
+    assert "relative difference not reported" in line
+    assert "absolute +0.110" in line
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# write_report on a synthetic out_dir
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _table_cells(markdown: str, first_cell: str) -> list[str]:
+    for line in markdown.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if line.startswith("|") and cells[0] == first_cell:
+            return cells
+    raise AssertionError(f"no table row for {first_cell!r} in:\n{markdown}")
+
+
+def test_write_report_creates_files(out_dir: Path) -> None:
+    command = "python scripts/compare.py --seeds 0 1 2 --steps 10000"
+    paths = write_report(out_dir, command=command, seeds=SEEDS)
+    assert set(paths) == {"summary", "learning_curves", "regime_returns"}
+    assert paths["summary"] == out_dir / "summary.md"
+    for key in ("learning_curves", "regime_returns"):
+        data = paths[key].read_bytes()
+        assert data[:8] == PNG_SIGNATURE
+        assert len(data) > 1024
+        image = imread(paths[key])
+        assert image.ndim == 3 and image.shape[0] > 100 and image.shape[1] > 100
+    text = paths["summary"].read_text(encoding="utf-8")
+    assert command in text
+    assert "Seeds: 0, 1, 2" in text
+    assert "Warning" not in text
+
+
+def test_summary_figures_match_csv(out_dir: Path) -> None:
+    paths = write_report(out_dir, command="cmd", seeds=SEEDS)
+    text = paths["summary"].read_text(encoding="utf-8")
+    evals = pd.read_csv(out_dir / "evaluations.csv")
+    baselines = pd.read_csv(out_dir / "baselines.csv")
+    number = r"([+-]\d+\.\d+)"
+
+    finals = {}
+    for variant in ("uniform", "per"):
+        runs = evals[evals["variant"] == variant]
+        final = runs.loc[runs.groupby("run")["step"].idxmax()]
+        finals[variant] = final
+        cells = _table_cells(text, variant)
+        assert cells[1] == "3"
+        match = re.fullmatch(rf"{number} \[{number}, {number}\]", cells[2])
+        assert match, cells[2]
+        printed_iqm, low, high = (float(group) for group in match.groups())
+        expected = iqm(final["mean_return"])
+        assert abs(printed_iqm - expected) <= 0.0005 + 1e-12
+        assert low <= printed_iqm <= high
+        mean_match = re.fullmatch(rf"{number} ± (\d+\.\d+)", cells[3])
+        assert mean_match, cells[3]
+        assert float(mean_match.group(1)) == pytest.approx(final["mean_return"].mean(), abs=5e-4)
+        assert float(mean_match.group(2)) == pytest.approx(final["mean_return"].std(ddof=1), abs=5e-4)
+        # steps to reach the z-score baseline's mean return, recomputed here
+        threshold = float(baselines.loc[baselines["variant"] == "zscore", "mean_return"].iloc[0])
+        first = runs[runs["mean_return"] >= threshold].groupby("run")["step"].min()
+        if len(first):
+            assert cells[4] == f"{first.median() / 1000:.1f}".rstrip("0").rstrip(".") + f"k ({len(first)}/3)"
+        else:
+            assert cells[4] == "never (0/3)"
+        assert float(cells[5]) == pytest.approx(final["sharpe"].mean(), abs=5e-3)
+        for cell, regime in zip(cells[6:9], ("normal", "stress", "break"), strict=True):
+            assert float(cell) == pytest.approx(final[f"return_{regime}"].mean(), abs=5e-4)
+
+    for baseline in baselines.itertuples(index=False):
+        cells = _table_cells(text, f"{baseline.variant} (baseline)")
+        assert float(cells[2]) == pytest.approx(baseline.mean_return, abs=5e-4)
+        assert float(cells[5]) == pytest.approx(baseline.sharpe, abs=5e-3)
+        assert float(cells[8]) == pytest.approx(baseline.return_break, abs=5e-4)
+
+    # per learns faster in the synthetic data: the relative difference line is there and its figures recomputable
+    line = next(line for line in text.splitlines() if "**per vs uniform**" in line)
+    rel = relative_difference_ci(finals["uniform"]["mean_return"], finals["per"]["mean_return"])
+    match = re.search(r"relative ([+-]\d+\.\d)%", line)
+    assert match, line
+    assert float(match.group(1)) == pytest.approx(100 * rel.relative, abs=0.05 + 1e-9)
+    assert rel.relative > 0.2
+    assert f"absolute {rel.absolute:+.3f}" in line
+
+
+def test_summary_table_is_deterministic_and_ordered(out_dir: Path) -> None:
+    evals = pd.read_csv(out_dir / "evaluations.csv")
+    baselines = pd.read_csv(out_dir / "baselines.csv")
+    table = summary_table(evals, baselines, rng=3)
+    assert table["policy"].tolist() == ["uniform", "per", "zscore", "flat"]
+    assert table["kind"].tolist() == ["learned", "learned", "baseline", "baseline"]
+    pd.testing.assert_frame_equal(table, summary_table(evals, baselines, rng=3))
+
+
+def test_summary_flags_seed_mismatch_and_uneven_runs(tmp_path: Path) -> None:
+    evals = synthetic_evaluations(np.random.default_rng(0))
+    evals = evals[~((evals["run"] == "per_s2") & (evals["step"] == STEPS[-1]))]  # one run stops early
+    text = write_summary_md(evals, synthetic_baselines(), tmp_path / "s.md", command="c", seeds=[0, 1, 2, 3])
+    assert "**Warning:**" in text
+    assert "different steps (8k, 10k env steps)" in text
+
+
+def test_learning_curves_robust_to_short_run(out_dir: Path) -> None:
+    evals = pd.read_csv(out_dir / "evaluations.csv")
+    evals = evals[~((evals["run"] == "uniform_s1") & (evals["step"] >= 8_000))]
+    evals.to_csv(out_dir / "evaluations.csv", index=False)
+    paths = write_report(out_dir, command="c", seeds=SEEDS)
+    assert paths["learning_curves"].read_bytes()[:8] == PNG_SIGNATURE
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# input validation
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def test_missing_column_raises_naming_file_and_column(out_dir: Path) -> None:
+    evals = pd.read_csv(out_dir / "evaluations.csv").drop(columns=["return_stress"])
+    evals.to_csv(out_dir / "evaluations.csv", index=False)
+    with pytest.raises(ValueError, match=r"evaluations\.csv.*return_stress"):
+        write_report(out_dir, command="c", seeds=SEEDS)
+
+
+def test_missing_baseline_column_raises(out_dir: Path) -> None:
+    pd.read_csv(out_dir / "baselines.csv").drop(columns=["sharpe"]).to_csv(out_dir / "baselines.csv", index=False)
+    with pytest.raises(ValueError, match=r"baselines\.csv.*sharpe"):
+        write_report(out_dir, command="c", seeds=SEEDS)
+
+
+def test_empty_csv_raises_naming_file(out_dir: Path) -> None:
+    (out_dir / "baselines.csv").write_text("")
+    with pytest.raises(ValueError, match=r"baselines\.csv.*empty"):
+        write_report(out_dir, command="c", seeds=SEEDS)
+
+
+def test_header_only_csv_raises_naming_file(out_dir: Path) -> None:
+    (out_dir / "evaluations.csv").write_text(",".join(EVALUATION_COLUMNS) + "\n")
+    with pytest.raises(ValueError, match=r"evaluations\.csv has no rows"):
+        write_report(out_dir, command="c", seeds=SEEDS)
+
+
+def test_non_numeric_and_duplicate_rows_raise(out_dir: Path) -> None:
+    evals = pd.read_csv(out_dir / "evaluations.csv")
+    bad = evals.astype({"sharpe": object})
+    bad.loc[0, "sharpe"] = "high"
+    bad.to_csv(out_dir / "evaluations.csv", index=False)
+    with pytest.raises(ValueError, match="'sharpe' is not numeric"):
+        write_report(out_dir, command="c", seeds=SEEDS)
+    pd.concat([evals, evals.iloc[[0]]]).to_csv(out_dir / "evaluations.csv", index=False)
+    with pytest.raises(ValueError, match=r"duplicated \(run, step\)"):
+        write_report(out_dir, command="c", seeds=SEEDS)
+
+
+def test_missing_file_raises(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match=r"evaluations\.csv"):
+        write_report(tmp_path, command="c", seeds=SEEDS)
+
+
+def test_report_leaves_matplotlib_global_state_alone(out_dir: Path) -> None:
+    import matplotlib
+
+    before = (matplotlib.get_backend(), dict(matplotlib.rcParams))
+    write_report(out_dir, command="c", seeds=SEEDS)
+    assert (matplotlib.get_backend(), dict(matplotlib.rcParams)) == before
