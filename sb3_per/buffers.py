@@ -1,0 +1,310 @@
+"""Prioritized experience replay (Schaul et al. 2016, proportional variant) behind SB3's ``ReplayBuffer``."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, NamedTuple
+
+import numpy as np
+import torch as th
+from gymnasium import spaces
+from stable_baselines3.common.buffers import ReplayBuffer
+from stable_baselines3.common.vec_env import VecNormalize
+
+from sb3_per.sum_tree import SumTree
+
+WEIGHT_NORMALIZATIONS = ("buffer", "batch")
+
+
+class PrioritizedReplayBufferSamples(NamedTuple):
+    """
+    ``ReplayBufferSamples`` (same fields, same order, so unmodified SB3 code keeps working)
+    plus what prioritized replay adds.
+
+    :param weights: importance-sampling weights, float32 tensor of shape (batch_size, 1)
+    :param indices: flat leaf indices (``pos * n_envs + env``) of the sampled transitions,
+        to hand back to ``PrioritizedReplayBuffer.update_priorities``
+    """
+
+    observations: th.Tensor
+    actions: th.Tensor
+    next_observations: th.Tensor
+    dones: th.Tensor
+    rewards: th.Tensor
+    discounts: th.Tensor | None
+    weights: th.Tensor
+    indices: np.ndarray
+
+
+class PrioritizedReplayBuffer(ReplayBuffer):
+    """
+    Replay buffer that samples transitions in proportion to ``priority ** alpha`` and returns
+    importance-sampling weights, as in "Prioritized Experience Replay" (Schaul et al. 2016,
+    https://arxiv.org/abs/1511.05952), proportional variant.
+
+    Storage is SB3's ``ReplayBuffer``; this class adds a sum tree with one leaf per stored transition
+    (``pos * n_envs + env``, so every env's data is sampled when ``n_envs > 1``).
+
+    - New transitions enter at the largest priority seen so far, so each is likely replayed once.
+    - ``sample`` splits the priority total into ``batch_size`` equal segments and draws one transition
+      from each (stratified sampling), with NumPy's global random generator as SB3 does, so
+      ``set_random_seed`` makes it reproducible. While the buffer holds fewer transitions than
+      ``batch_size``, transitions repeat in a batch, as with SB3's uniform buffer (SAC's default
+      ``learning_starts=100`` is below its default ``batch_size=256``).
+    - Weights are ``w_i = (N * P(i)) ** -beta`` divided by the largest weight, so they only scale
+      updates down. ``beta`` anneals linearly from ``beta_start`` to ``beta_end`` over
+      ``beta_anneal_steps`` calls to ``sample``.
+    - ``update_priorities(indices, td_errors)`` sets priority ``(|td_error| + epsilon) ** alpha``. An
+      update for a transition that ``add`` has overwritten since it was sampled is skipped: its error
+      belongs to data that is gone (ray #6534).
+
+    An algorithm must call ``update_priorities`` after its gradient steps (``sb3_per.SAC`` does);
+    with one that never does, every transition keeps its entry priority and the buffer warns.
+
+    :param buffer_size: Max number of elements in the buffer
+    :param observation_space: Observation space
+    :param action_space: Action space
+    :param device: PyTorch device
+    :param n_envs: Number of parallel environments
+    :param optimize_memory_usage: Memory efficient variant of SB3's buffer; the one slot whose next
+        observation has been overwritten is given priority zero, so it is never sampled
+    :param handle_timeout_termination: Handle timeout termination (due to timelimit)
+        separately and treat the task as infinite horizon task (SB3 issue #284)
+    :param alpha: How much prioritization is used (0: uniform, 1: fully proportional)
+    :param beta_start: Importance-sampling exponent at the first ``sample`` call
+    :param beta_end: Importance-sampling exponent reached after ``beta_anneal_steps`` calls
+    :param beta_anneal_steps: Number of ``sample`` calls over which beta goes from start to end
+    :param epsilon: Added to ``|td_error|`` so that no transition's priority is ever zero
+    :param weight_normalization: ``"buffer"`` divides the weights by the largest weight any stored
+        transition could get (from the minimum priority, as in the paper); ``"batch"`` by the largest
+        weight in the sampled batch
+    """
+
+    # `sample` calls without any `update_priorities` before the buffer warns that priorities are stale
+    SAMPLES_BEFORE_NO_UPDATE_WARNING = 100
+
+    def __init__(
+        self,
+        buffer_size: int,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        device: th.device | str = "auto",
+        n_envs: int = 1,
+        optimize_memory_usage: bool = False,
+        handle_timeout_termination: bool = True,
+        alpha: float = 0.6,
+        beta_start: float = 0.4,
+        beta_end: float = 1.0,
+        beta_anneal_steps: int = 200_000,
+        epsilon: float = 1e-6,
+        weight_normalization: str = "buffer",
+    ):
+        _check_per_parameters(alpha, beta_start, beta_end, beta_anneal_steps, epsilon, weight_normalization)
+        super().__init__(
+            buffer_size,
+            observation_space,
+            action_space,
+            device=device,
+            n_envs=n_envs,
+            optimize_memory_usage=optimize_memory_usage,
+            handle_timeout_termination=handle_timeout_termination,
+        )
+        self.alpha = float(alpha)
+        self.beta_start = float(beta_start)
+        self.beta_end = float(beta_end)
+        self.beta_anneal_steps = int(beta_anneal_steps)
+        self.epsilon = float(epsilon)
+        self.weight_normalization = weight_normalization
+        self._init_priorities()
+
+    def _init_priorities(self) -> None:
+        n_leaves = self.buffer_size * self.n_envs
+        self.tree = SumTree(n_leaves)
+        # Largest priority given so far (already raised to alpha): what new transitions enter with.
+        self.max_priority = 1.0
+        # Per-leaf write counter, and its value when the leaf was last sampled (-1: not since created),
+        # to skip updates for transitions overwritten after they were sampled.
+        self._write_count = np.zeros(n_leaves, dtype=np.int64)
+        self._write_count_at_sample = np.full(n_leaves, -1, dtype=np.int64)
+        self.n_sample_calls = 0
+        self.n_priority_updates = 0
+        self._warned_no_updates = False
+
+    @property
+    def beta(self) -> float:
+        """Importance-sampling exponent the next ``sample`` call will use."""
+        progress = min(1.0, self.n_sample_calls / self.beta_anneal_steps)
+        return self.beta_start + progress * (self.beta_end - self.beta_start)
+
+    @property
+    def n_transitions(self) -> int:
+        """Number of transitions stored, over all envs."""
+        return self.size() * self.n_envs
+
+    @property
+    def mean_priority(self) -> float:
+        """Mean priority (raised to alpha) of the stored transitions; ``nan`` when empty."""
+        return self.tree.total / self.n_transitions if self.n_transitions else float("nan")
+
+    def reset(self) -> None:
+        super().reset()
+        self._init_priorities()
+
+    def add(
+        self,
+        obs: np.ndarray,
+        next_obs: np.ndarray,
+        action: np.ndarray,
+        reward: np.ndarray,
+        done: np.ndarray,
+        infos: list[dict[str, Any]],
+    ) -> None:
+        pos = self.pos
+        super().add(obs, next_obs, action, reward, done, infos)
+        self._set_slot_priority(pos, self.max_priority)
+        if self.optimize_memory_usage and self.full:
+            # `add` has just overwritten the observation of the slot now at `self.pos`, so that
+            # transition is invalid until rewritten: SB3 never samples it, neither do we.
+            self._set_slot_priority(self.pos, 0.0)
+
+    def _set_slot_priority(self, pos: int, priority: float) -> None:
+        leaves = pos * self.n_envs + np.arange(self.n_envs)
+        self.tree.update(leaves, np.full(self.n_envs, priority))
+        self._write_count[leaves] += 1
+
+    def sample(self, batch_size: int, env: VecNormalize | None = None) -> PrioritizedReplayBufferSamples:  # type: ignore[override]
+        """
+        Sample a batch in proportion to priority, with importance-sampling weights.
+
+        :param batch_size: Number of transitions to sample
+        :param env: associated VecEnv to normalize the observations/rewards when sampling
+        :return: the samples, their IS weights and their flat indices
+        """
+        self._check_batch_size(batch_size)
+        self._warn_if_priorities_never_updated()
+        segment = self.tree.total / batch_size
+        # NumPy's global generator, as SB3's buffers use, so that `set_random_seed` seeds sampling.
+        uniforms = np.random.random_sample(batch_size)  # noqa: NPY002
+        prefix_sums = (np.arange(batch_size) + uniforms) * segment
+        leaves = self.tree.find(prefix_sums)
+        weights = self._importance_weights(leaves, self.beta)
+        self.n_sample_calls += 1
+        self._write_count_at_sample[leaves] = self._write_count[leaves]
+        return self._get_prioritized_samples(leaves, weights, env)
+
+    def _check_batch_size(self, batch_size: int) -> None:
+        if int(batch_size) != batch_size or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        if batch_size > self.tree.capacity:
+            raise ValueError(
+                f"batch_size={batch_size} is larger than the buffer, which holds at most {self.tree.capacity} "
+                "transitions: raise buffer_size or lower batch_size"
+            )
+        if self.n_transitions == 0:
+            raise ValueError("cannot sample from an empty PrioritizedReplayBuffer: add transitions first")
+
+    def _warn_if_priorities_never_updated(self) -> None:
+        if (
+            not self._warned_no_updates
+            and self.n_priority_updates == 0
+            and self.n_sample_calls >= self.SAMPLES_BEFORE_NO_UPDATE_WARNING
+        ):
+            self._warned_no_updates = True
+            warnings.warn(
+                f"PrioritizedReplayBuffer has been sampled {self.n_sample_calls} times but its priorities were "
+                "never updated, so it samples uniformly among what was added and PER does nothing. Use an "
+                "algorithm that calls `update_priorities` after each gradient step, such as `sb3_per.SAC`.",
+                UserWarning,
+                stacklevel=3,
+            )
+
+    def _importance_weights(self, leaves: np.ndarray, beta: float) -> np.ndarray:
+        # (N P(i))^-beta / max_j (N P(j))^-beta = (p_i / p_min)^-beta: N and the total cancel out.
+        priorities = self.tree[leaves]
+        smallest = self.tree.min if self.weight_normalization == "buffer" else priorities.min()
+        return (priorities / smallest) ** -beta
+
+    def _get_prioritized_samples(
+        self, leaves: np.ndarray, weights: np.ndarray, env: VecNormalize | None
+    ) -> PrioritizedReplayBufferSamples:
+        # A leaf is `pos * n_envs + env`, so viewing (buffer_size, n_envs, ...) storage as
+        # (buffer_size * n_envs, ...) makes each leaf a row. One `take` per array is about twice as fast
+        # as SB3's two-index gather, and its result is a fresh array, so torch can adopt it uncopied.
+        observations = self._rows(self.observations, leaves)
+        if self.optimize_memory_usage:
+            next_leaves = (leaves + self.n_envs) % (self.buffer_size * self.n_envs)
+            next_observations = self._rows(self.observations, next_leaves)
+        else:
+            next_observations = self._rows(self.next_observations, leaves)
+        # Only use dones that are not due to timeouts (SB3 issue #284)
+        dones = self._rows(self.dones, leaves) * (1 - self._rows(self.timeouts, leaves))
+        data = (
+            self._normalize_obs(observations, env),
+            self._rows(self.actions, leaves),
+            self._normalize_obs(next_observations, env),
+            dones.reshape(-1, 1),
+            self._normalize_reward(self._rows(self.rewards, leaves).reshape(-1, 1), env),
+            weights.astype(np.float32).reshape(-1, 1),
+        )
+        *transitions, weights_tensor = (self.to_torch(array, copy=False) for array in data)
+        return PrioritizedReplayBufferSamples(*transitions, discounts=None, weights=weights_tensor, indices=leaves)
+
+    def _rows(self, storage: np.ndarray, leaves: np.ndarray) -> np.ndarray:
+        """Copy of the entries of ``storage`` (shape (buffer_size, n_envs, ...)) at flat ``leaves``."""
+        return storage.reshape(self.buffer_size * self.n_envs, *storage.shape[2:]).take(leaves, axis=0)
+
+    def update_priorities(self, indices: np.ndarray | th.Tensor, td_errors: np.ndarray | th.Tensor) -> None:
+        """
+        Set the priority of sampled transitions from their TD errors: ``(|td_error| + epsilon) ** alpha``.
+
+        Transitions overwritten by ``add`` since they were sampled are skipped. Bad input raises
+        ``ValueError`` and leaves every priority unchanged.
+
+        :param indices: flat indices, as returned in ``PrioritizedReplayBufferSamples.indices``
+        :param td_errors: one TD error per index (numpy array or torch tensor on any device, any
+            shape that flattens to the batch, e.g. (batch_size, 1))
+        """
+        leaves = _as_flat_numpy(indices, "indices")
+        errors = _as_flat_numpy(td_errors, "td_errors").astype(np.float64)
+        if leaves.shape[0] != errors.shape[0]:
+            raise ValueError(f"td_errors has {errors.shape[0]} values but indices has {leaves.shape[0]}")
+        if leaves.size and not np.issubdtype(leaves.dtype, np.integer):
+            raise ValueError(f"indices must be integers, got dtype {leaves.dtype}")
+        leaves = leaves.astype(np.int64)
+        if leaves.size and (leaves.min() < 0 or leaves.max() >= self.n_transitions):
+            bad = leaves[(leaves < 0) | (leaves >= self.n_transitions)][0]
+            raise ValueError(f"index {bad} is out of range: the buffer holds {self.n_transitions} transitions")
+        if not np.isfinite(errors).all():
+            raise ValueError(f"td_errors must be finite, got {errors[~np.isfinite(errors)][0]}")
+        fresh = self._write_count_at_sample[leaves] == self._write_count[leaves]
+        fresh |= self._write_count_at_sample[leaves] < 0
+        priorities = (np.abs(errors[fresh]) + self.epsilon) ** self.alpha
+        self.tree.update(leaves[fresh], priorities, validate=False)
+        if priorities.size:
+            self.max_priority = max(self.max_priority, float(priorities.max()))
+        self.n_priority_updates += 1
+
+
+def _as_flat_numpy(values: np.ndarray | th.Tensor, name: str) -> np.ndarray:
+    if isinstance(values, th.Tensor):
+        values = values.detach().cpu().numpy()
+    array = np.asarray(values)
+    if array.dtype == object:
+        raise ValueError(f"{name} must be a numeric array, got {type(values).__name__}")
+    return array.reshape(-1)
+
+
+def _check_per_parameters(
+    alpha: float, beta_start: float, beta_end: float, beta_anneal_steps: int, epsilon: float, weight_normalization: str
+) -> None:
+    if not (np.isfinite(alpha) and alpha >= 0):
+        raise ValueError(f"alpha must be a finite number >= 0, got {alpha!r}")
+    for name, beta in (("beta_start", beta_start), ("beta_end", beta_end)):
+        if not 0.0 <= beta <= 1.0:
+            raise ValueError(f"{name} must be in [0, 1], got {beta!r}")
+    if int(beta_anneal_steps) != beta_anneal_steps or beta_anneal_steps <= 0:
+        raise ValueError(f"beta_anneal_steps must be a positive integer, got {beta_anneal_steps!r}")
+    if not (np.isfinite(epsilon) and epsilon > 0):
+        raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}")
+    if weight_normalization not in WEIGHT_NORMALIZATIONS:
+        raise ValueError(f"weight_normalization must be one of {WEIGHT_NORMALIZATIONS}, got {weight_normalization!r}")

@@ -1,0 +1,171 @@
+"""
+A sum tree (with a min tree beside it) for proportional prioritized sampling.
+
+Pure data structure: numpy arrays and two numba kernels, no Stable-Baselines3 import.
+
+Layout: an implicit binary heap over ``tree_size`` leaves, the next power of two at or above
+``capacity``. Node ``i`` has children ``2i`` and ``2i + 1``; the root is node 1 and leaf ``j`` is node
+``tree_size + j``. Leaves past ``capacity`` stay at priority zero, so capacities that are not powers of
+two work and are never sampled.
+
+Why this layout and these kernels (measured with ``scripts/bench_buffer.py`` and a throwaway
+layout comparison, figures in CHANGELOG.md): a 16- or 32-ary tree vectorised per level in numpy is
+about 4x slower than numba at 1e6 leaves (numpy's per-call overhead on 256-element operations
+dominates), and among numba kernels a binary and a 4-16-ary tree cost the same within noise. What
+mattered was walking the batch *level by level*: the 256 loads of one level are independent, so
+the CPU overlaps their cache misses, which halves the cost of ``find`` on a 1e6-leaf tree compared
+with descending one sample at a time. So: binary, numba, level by level.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+
+@numba.njit(cache=True, nogil=True)
+def _set_leaves_and_refresh(sums: np.ndarray, mins: np.ndarray, tree_size: int, leaves: np.ndarray, values: np.ndarray):
+    """
+    Write ``values`` into ``leaves`` (in order, so the last write of a duplicate wins), then recompute
+    every ancestor from its two children, one level at a time for the whole batch.
+    """
+    batch = leaves.shape[0]
+    nodes = np.empty(batch, dtype=np.int64)
+    for n in range(batch):
+        node = leaves[n] + tree_size
+        value = values[n]
+        sums[node] = value
+        mins[node] = value if value > 0.0 else np.inf
+        nodes[n] = node >> 1
+    # All leaves sit at the same depth, so after k rounds every entry of `nodes` is k levels up.
+    while batch > 0 and nodes[0] >= 1:
+        for n in range(batch):
+            node = nodes[n]
+            left = 2 * node
+            sums[node] = sums[left] + sums[left + 1]
+            mins[node] = min(mins[left], mins[left + 1])
+            nodes[n] = node >> 1
+
+
+@numba.njit(cache=True, nogil=True)
+def _find_leaves(sums: np.ndarray, tree_size: int, prefix_sums: np.ndarray) -> np.ndarray:
+    """
+    For each prefix sum, the leaf where the running sum of leaves crosses it.
+
+    Goes right only into a subtree of positive sum, so that float rounding (a prefix sum at or above
+    the total, or a right subtree whose stored sum is a hair below what is left of the prefix) can
+    never land on a zero-priority leaf.
+    """
+    batch = prefix_sums.shape[0]
+    remaining = prefix_sums.copy()
+    nodes = np.ones(batch, dtype=np.int64)
+    while nodes[0] < tree_size:
+        for n in range(batch):
+            left = 2 * nodes[n]
+            left_sum = sums[left]
+            # Branch-free on purpose: which way a descent goes is a coin flip the CPU cannot predict.
+            go_right = (remaining[n] >= left_sum) & (sums[left + 1] > 0.0)
+            remaining[n] -= left_sum * go_right
+            nodes[n] = left + go_right
+    return nodes - tree_size
+
+
+class SumTree:
+    """
+    Binary sum tree and min tree over ``capacity`` non-negative float64 priorities.
+
+    All operations are batched (no Python loop over the batch). Parents are always recomputed
+    from their children, never adjusted by accumulated deltas, so the root cannot drift from the sum
+    of the leaves however many updates are made.
+
+    :param capacity: Number of leaves (any positive integer, not only powers of two)
+    """
+
+    def __init__(self, capacity: int) -> None:
+        if int(capacity) != capacity or capacity < 1:
+            raise ValueError(f"capacity must be a positive integer, got {capacity!r}")
+        self.capacity = int(capacity)
+        tree_size = 1
+        while tree_size < self.capacity:
+            tree_size *= 2
+        self.tree_size = tree_size
+        # Column 0: sums, column 1: minimum non-zero leaf below (inf if none). Side by side, so that a
+        # node's sum and min share a cache line: `update` then finds in cache what `find` touched.
+        self._sums = np.zeros(2 * tree_size, dtype=np.float64)
+        self._mins = np.full(2 * tree_size, np.inf, dtype=np.float64)
+
+    @property
+    def total(self) -> float:
+        """Sum of all leaf priorities."""
+        return float(self._sums[1])
+
+    @property
+    def min(self) -> float:
+        """Smallest non-zero leaf priority (``inf`` while every leaf is zero)."""
+        return float(self._mins[1])
+
+    def __getitem__(self, leaf_indices: np.ndarray | int) -> np.ndarray | float:
+        """Priorities of the given leaves."""
+        return self._sums[self.tree_size + np.asarray(leaf_indices, dtype=np.int64)]
+
+    def update(self, leaf_indices: np.ndarray, priorities: np.ndarray, validate: bool = True) -> None:
+        """
+        Set the priority of each leaf in ``leaf_indices``.
+
+        Within one batch a leaf that appears several times takes the *last* priority given for it.
+        Bad input raises ``ValueError`` before anything is written, so the tree is left unchanged.
+
+        :param leaf_indices: 1-D integer array of leaves in ``[0, capacity)``
+        :param priorities: 1-D array of finite, non-negative priorities, one per index
+        :param validate: check the input first; ``False`` is for callers that have already checked
+            it (an invalid index then corrupts memory), to spare the cost on the hot path
+        """
+        values = np.ascontiguousarray(priorities, dtype=np.float64).reshape(-1)
+        if not validate:
+            leaves = np.ascontiguousarray(leaf_indices, dtype=np.int64).reshape(-1)
+            _set_leaves_and_refresh(self._sums, self._mins, self.tree_size, leaves, values)
+            return
+        leaves = self._checked_leaf_indices(leaf_indices)
+        if values.shape[0] != leaves.shape[0]:
+            raise ValueError(
+                f"priorities has {values.shape[0]} values but leaf_indices has {leaves.shape[0]}: they must match"
+            )
+        if values.shape[0] == 0:
+            return
+        if not np.isfinite(values).all():
+            bad = values[~np.isfinite(values)][0]
+            raise ValueError(f"priorities must be finite, got {bad}")
+        if values.min() < 0.0:
+            raise ValueError(f"priorities must be non-negative, got {values.min()}")
+        _set_leaves_and_refresh(self._sums, self._mins, self.tree_size, leaves, values)
+
+    def find(self, prefix_sums: np.ndarray) -> np.ndarray:
+        """
+        Leaves found by descending the tree with each prefix sum: leaf ``j`` is returned for a prefix
+        sum in ``[sum(leaves[:j]), sum(leaves[:j+1]))``, so a uniform prefix sum in ``[0, total)``
+        picks leaves with probability proportional to their priority.
+
+        Never returns a zero-priority leaf: a prefix sum at or above ``total`` returns the last
+        leaf with a positive priority.
+
+        :param prefix_sums: 1-D array of finite, non-negative prefix sums
+        :return: int64 array of leaf indices, one per prefix sum
+        """
+        values = np.ascontiguousarray(prefix_sums, dtype=np.float64).reshape(-1)
+        if self.total <= 0.0:
+            raise ValueError("cannot find leaves in a tree whose priorities are all zero")
+        if values.shape[0] == 0:
+            return np.empty(0, dtype=np.int64)
+        if not np.isfinite(values).all() or values.min() < 0.0:
+            raise ValueError(f"prefix_sums must be finite and non-negative, got min {values.min()}")
+        return _find_leaves(self._sums, self.tree_size, values)
+
+    def _checked_leaf_indices(self, leaf_indices: np.ndarray) -> np.ndarray:
+        indices = np.asarray(leaf_indices)
+        if indices.size and not np.issubdtype(indices.dtype, np.integer):
+            raise ValueError(f"leaf_indices must be integers, got dtype {indices.dtype}")
+        indices = np.ascontiguousarray(indices, dtype=np.int64).reshape(-1)
+        if indices.size and (indices.min() < 0 or indices.max() >= self.capacity):
+            bad = indices[(indices < 0) | (indices >= self.capacity)][0]
+            raise ValueError(f"leaf index {bad} is out of range [0, {self.capacity})")
+        return indices

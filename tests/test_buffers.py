@@ -1,0 +1,355 @@
+import pickle
+import warnings
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import stable_baselines3
+import torch as th
+from gymnasium import spaces
+from scipy import stats
+from stable_baselines3.common.type_aliases import ReplayBufferSamples
+from stable_baselines3.common.utils import set_random_seed
+
+from sb3_per import PrioritizedReplayBuffer, PrioritizedReplayBufferSamples
+
+OBS_SPACE = spaces.Box(-np.inf, np.inf, (3,), np.float32)
+ACTION_SPACE = spaces.Box(-1.0, 1.0, (1,), np.float32)
+
+
+def make_buffer(buffer_size: int = 100, n_envs: int = 1, **kwargs) -> PrioritizedReplayBuffer:
+    return PrioritizedReplayBuffer(buffer_size, OBS_SPACE, ACTION_SPACE, device="cpu", n_envs=n_envs, **kwargs)
+
+
+def add_steps(buffer: PrioritizedReplayBuffer, n_steps: int, start: int = 0, timeouts: bool = False) -> None:
+    """Add `n_steps` steps whose observation encodes (step, env) as [step, env, step * 10 + env]."""
+    n_envs = buffer.n_envs
+    for step in range(start, start + n_steps):
+        envs = np.arange(n_envs)
+        obs = np.stack([np.full(n_envs, step), envs, step * 10 + envs], axis=1).astype(np.float32)
+        infos = [{"TimeLimit.truncated": timeouts} for _ in range(n_envs)]
+        buffer.add(obs, obs + 1, np.full((n_envs, 1), 0.5), np.full(n_envs, float(step)), np.ones(n_envs), infos)
+
+
+def set_priorities(buffer: PrioritizedReplayBuffer, priorities: np.ndarray) -> None:
+    """Give the stored transitions these priorities (already raised to alpha), as TD errors would."""
+    td_errors = priorities ** (1.0 / buffer.alpha) - buffer.epsilon
+    buffer.update_priorities(np.arange(len(priorities)), td_errors)
+
+
+def leaf_priorities(buffer: PrioritizedReplayBuffer) -> np.ndarray:
+    return buffer.tree[np.arange(buffer.n_transitions)]
+
+
+# --- construction ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [
+        ({"alpha": -0.1}, "alpha"),
+        ({"alpha": np.nan}, "alpha"),
+        ({"beta_start": 1.5}, "beta_start"),
+        ({"beta_start": -0.1}, "beta_start"),
+        ({"beta_end": np.nan}, "beta_end"),
+        ({"beta_anneal_steps": 0}, "beta_anneal_steps"),
+        ({"beta_anneal_steps": 2.5}, "beta_anneal_steps"),
+        ({"epsilon": 0.0}, "epsilon"),
+        ({"weight_normalization": "global"}, "weight_normalization"),
+    ],
+)
+def test_bad_parameters_raise_a_value_error_naming_them(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        make_buffer(**kwargs)
+
+
+def test_one_leaf_per_transition_over_all_envs():
+    buffer = make_buffer(buffer_size=103, n_envs=4)
+    assert buffer.buffer_size == 25
+    assert buffer.tree.capacity == 100
+
+
+# --- sampling ---------------------------------------------------------------------------------------
+
+
+def test_samples_extend_sb3_samples_field_for_field():
+    n = len(ReplayBufferSamples._fields)
+    assert PrioritizedReplayBufferSamples._fields[:n] == ReplayBufferSamples._fields
+    assert PrioritizedReplayBufferSamples._fields[n:] == ("weights", "indices")
+    buffer = make_buffer()
+    add_steps(buffer, 10)
+    samples = buffer.sample(8)
+    assert samples.weights.shape == (8, 1) and samples.weights.dtype == th.float32
+    assert samples.indices.dtype == np.int64 and samples.indices.shape == (8,)
+    assert samples.discounts is None
+
+
+def test_sampled_data_belongs_to_the_returned_index_for_every_env():
+    buffer = make_buffer(buffer_size=40, n_envs=4)
+    add_steps(buffer, 7)
+    set_random_seed(0)
+    seen_envs = set()
+    for _ in range(50):
+        samples = buffer.sample(16)
+        step, env = np.divmod(samples.indices, 4)
+        obs = samples.observations.numpy()
+        np.testing.assert_array_equal(obs[:, 0], step)
+        np.testing.assert_array_equal(obs[:, 1], env)
+        np.testing.assert_array_equal(samples.next_observations.numpy(), obs + 1)
+        np.testing.assert_array_equal(samples.rewards.numpy().ravel(), step)
+        seen_envs.update(env.tolist())
+    assert seen_envs == {0, 1, 2, 3}
+
+
+def test_sampling_frequencies_match_priority_to_the_alpha_over_their_sum():
+    capacity = 37  # not a power of two
+    buffer = make_buffer(buffer_size=capacity, alpha=0.7)
+    add_steps(buffer, capacity)
+    rng = np.random.default_rng(1)
+    td_errors = rng.exponential(1.0, capacity)
+    td_errors[:3] = [0.0, 5.0, 0.01]
+    buffer.update_priorities(np.arange(capacity), td_errors)
+    expected = (np.abs(td_errors) + buffer.epsilon) ** 0.7
+    expected /= expected.sum()
+    set_random_seed(123)
+    batch, n_batches = 32, 2000
+    counts = np.bincount(np.concatenate([buffer.sample(batch).indices for _ in range(n_batches)]), minlength=capacity)
+    _, p_value = stats.chisquare(counts, expected * batch * n_batches)
+    assert p_value > 0.01
+    assert counts[0] < counts[1] / 20  # the zero-error transition is still reachable but rare
+
+
+@pytest.mark.filterwarnings("ignore:PrioritizedReplayBuffer has been sampled")
+def test_equal_priorities_sample_uniformly_with_unit_weights():
+    buffer = make_buffer(buffer_size=50)
+    add_steps(buffer, 50)
+    set_random_seed(7)
+    counts = np.zeros(50)
+    for _ in range(400):
+        samples = buffer.sample(25)
+        np.testing.assert_array_equal(samples.weights.numpy(), 1.0)
+        counts += np.bincount(samples.indices, minlength=50)
+    _, p_value = stats.chisquare(counts)
+    assert p_value > 0.01
+
+
+@pytest.mark.parametrize("normalization", ["buffer", "batch"])
+def test_importance_weights_equal_a_hand_computation(normalization):
+    buffer = make_buffer(buffer_size=6, alpha=0.5, beta_start=0.4, weight_normalization=normalization)
+    add_steps(buffer, 6)
+    priorities = np.array([0.5, 1.0, 2.0, 4.0, 0.25, 8.0])
+    set_priorities(buffer, priorities)
+    samples = buffer.sample(4)
+    beta, n = 0.4, 6
+    probabilities = priorities / priorities.sum()
+    raw = (n * probabilities) ** -beta
+    largest = raw.max() if normalization == "buffer" else raw[samples.indices].max()
+    np.testing.assert_allclose(samples.weights.numpy().ravel(), raw[samples.indices] / largest, rtol=1e-6)
+
+
+def test_beta_anneals_linearly_and_stays_at_its_end():
+    buffer = make_buffer(beta_start=0.4, beta_end=1.0, beta_anneal_steps=4)
+    add_steps(buffer, 5)
+    betas = []
+    for _ in range(6):
+        betas.append(buffer.beta)
+        samples = buffer.sample(2)
+        buffer.update_priorities(samples.indices, np.ones(2))
+    np.testing.assert_allclose(betas, [0.4, 0.55, 0.7, 0.85, 1.0, 1.0])
+
+
+@pytest.mark.parametrize(
+    ("batch_size", "fill", "message"),
+    [(0, 5, "positive integer"), (-2, 5, "positive integer"), (2, 0, "empty"), (101, 5, "larger than the buffer")],
+)
+def test_bad_sample_requests_raise(batch_size, fill, message):
+    buffer = make_buffer(buffer_size=100)
+    add_steps(buffer, fill)
+    with pytest.raises(ValueError, match=message):
+        buffer.sample(batch_size)
+
+
+def test_a_batch_larger_than_the_stored_count_repeats_transitions_as_sb3_does():
+    buffer = make_buffer(buffer_size=100)
+    add_steps(buffer, 5)
+    samples = buffer.sample(64)
+    assert set(samples.indices.tolist()) <= set(range(5))
+
+
+# --- priorities ---------------------------------------------------------------------------------------
+
+
+def test_new_and_overwritten_transitions_enter_at_the_largest_priority_seen():
+    buffer = make_buffer(buffer_size=4, alpha=0.5)
+    add_steps(buffer, 4)
+    np.testing.assert_array_equal(leaf_priorities(buffer), 1.0)
+    buffer.update_priorities(np.array([0, 1, 2, 3]), np.array([8.0, 0.0, 0.5, 2.0]))
+    top = (8.0 + buffer.epsilon) ** 0.5  # alpha applied once
+    assert buffer.max_priority == pytest.approx(top)
+    add_steps(buffer, 2, start=4)  # overwrites slots 0 and 1
+    np.testing.assert_allclose(leaf_priorities(buffer)[:2], [top, top])
+    assert leaf_priorities(buffer)[2] == pytest.approx((0.5 + buffer.epsilon) ** 0.5)
+
+
+def test_update_for_a_slot_overwritten_since_it_was_sampled_is_skipped():
+    buffer = make_buffer(buffer_size=4)
+    add_steps(buffer, 4)
+    set_random_seed(0)
+    samples = buffer.sample(4)
+    entry_priority = buffer.max_priority
+    add_steps(buffer, 1, start=4)  # overwrites slot 0
+    buffer.update_priorities(samples.indices, np.full(4, 3.0))
+    priorities = leaf_priorities(buffer)
+    assert 0 in samples.indices
+    assert priorities[0] == entry_priority
+    expected = (3.0 + buffer.epsilon) ** buffer.alpha
+    fresh = np.unique(samples.indices[samples.indices != 0])
+    np.testing.assert_allclose(priorities[fresh], expected)
+    # Sampled again after the overwrite, slot 0 takes updates again.
+    set_random_seed(1)
+    while 0 not in (samples := buffer.sample(4)).indices:
+        pass
+    buffer.update_priorities(samples.indices, np.full(4, 0.5))
+    assert leaf_priorities(buffer)[0] == pytest.approx((0.5 + buffer.epsilon) ** buffer.alpha)
+
+
+def test_update_accepts_torch_tensors_of_any_shape_that_flattens_to_the_batch():
+    buffer = make_buffer(buffer_size=10)
+    add_steps(buffer, 10)
+    buffer.update_priorities(th.tensor([1, 2, 3]), th.tensor([[0.5], [-2.0], [0.0]]))
+    expected = (np.array([0.5, 2.0, 0.0]) + buffer.epsilon) ** buffer.alpha
+    np.testing.assert_allclose(leaf_priorities(buffer)[1:4], expected)
+
+
+@pytest.mark.parametrize(
+    ("indices", "td_errors", "message"),
+    [
+        ([0, 1], [1.0, np.nan], "finite"),
+        ([0, 1], [np.inf, 1.0], "finite"),
+        ([0, 1, 2], [1.0, 1.0], "3"),
+        ([0, 10], [1.0, 1.0], "out of range"),  # not stored yet
+        ([-1, 0], [1.0, 1.0], "out of range"),
+        ([0.0, 1.0], [1.0, 1.0], "integers"),
+    ],
+)
+def test_bad_priority_updates_raise_and_leave_priorities_unchanged(indices, td_errors, message):
+    buffer = make_buffer(buffer_size=20)
+    add_steps(buffer, 10)
+    buffer.update_priorities(np.arange(10), np.linspace(0.1, 3, 10))
+    before, top = leaf_priorities(buffer).copy(), buffer.max_priority
+    with pytest.raises(ValueError, match=message):
+        buffer.update_priorities(np.array(indices), np.array(td_errors))
+    np.testing.assert_array_equal(leaf_priorities(buffer), before)
+    assert buffer.max_priority == top
+
+
+# --- SB3 options -----------------------------------------------------------------------------------
+
+
+@pytest.mark.filterwarnings("ignore:PrioritizedReplayBuffer has been sampled")
+def test_optimize_memory_usage_never_samples_the_slot_whose_next_observation_is_gone():
+    buffer = make_buffer(buffer_size=8, optimize_memory_usage=True, handle_timeout_termination=False)
+    add_steps(buffer, 11)  # full, wrapped: pos = 3
+    set_random_seed(0)
+    indices = np.concatenate([buffer.sample(8).indices for _ in range(300)])
+    assert buffer.pos not in indices
+    assert set(indices.tolist()) == set(range(8)) - {buffer.pos}
+    samples = buffer.sample(8)
+    obs, next_obs = samples.observations.numpy(), samples.next_observations.numpy()
+    np.testing.assert_array_equal(next_obs[:, 0], obs[:, 0] + 1)  # next obs is the following step's obs
+
+
+def test_timeouts_are_not_dones_when_handled():
+    handled = make_buffer(buffer_size=10)
+    add_steps(handled, 5, timeouts=True)
+    assert (handled.sample(5).dones.numpy() == 0).all()
+    ignored = make_buffer(buffer_size=10, handle_timeout_termination=False)
+    add_steps(ignored, 5, timeouts=True)
+    assert (ignored.sample(5).dones.numpy() == 1).all()
+
+
+class _Normalizer:
+    """Stands in for VecNormalize: only the two methods the buffer calls."""
+
+    def normalize_obs(self, obs):
+        return obs * 2.0
+
+    def normalize_reward(self, reward):
+        return reward - 100.0
+
+
+def test_observations_and_rewards_are_normalised_through_env_as_in_sb3():
+    buffer = make_buffer(buffer_size=10)
+    add_steps(buffer, 5)
+    set_random_seed(3)
+    raw = buffer.sample(4)
+    set_random_seed(3)
+    normalized = buffer.sample(4, env=_Normalizer())
+    np.testing.assert_array_equal(normalized.observations.numpy(), raw.observations.numpy() * 2)
+    np.testing.assert_array_equal(normalized.next_observations.numpy(), raw.next_observations.numpy() * 2)
+    np.testing.assert_array_equal(normalized.rewards.numpy(), raw.rewards.numpy() - 100)
+
+
+def test_pickle_round_trip_keeps_priorities_max_and_beta_progress():
+    buffer = make_buffer(buffer_size=30, n_envs=2, beta_anneal_steps=10)
+    add_steps(buffer, 12)
+    for _ in range(3):
+        samples = buffer.sample(8)
+        buffer.update_priorities(samples.indices, np.random.default_rng(0).exponential(1, 8))
+    restored = pickle.loads(pickle.dumps(buffer))
+    np.testing.assert_array_equal(leaf_priorities(restored), leaf_priorities(buffer))
+    assert restored.max_priority == buffer.max_priority
+    assert restored.beta == buffer.beta and restored.n_sample_calls == 3
+    set_random_seed(5)
+    a = buffer.sample(8)
+    set_random_seed(5)
+    b = restored.sample(8)
+    np.testing.assert_array_equal(a.indices, b.indices)
+
+
+def test_reset_forgets_priorities():
+    buffer = make_buffer(buffer_size=10)
+    add_steps(buffer, 10)
+    buffer.update_priorities(np.arange(10), np.full(10, 50.0))
+    buffer.reset()
+    assert buffer.n_transitions == 0 and buffer.tree.total == 0 and buffer.max_priority == 1.0
+
+
+def test_warns_once_when_priorities_are_never_updated():
+    buffer = make_buffer(buffer_size=10)
+    add_steps(buffer, 10)
+    with pytest.warns(UserWarning, match="sb3_per.SAC") as record:
+        for _ in range(buffer.SAMPLES_BEFORE_NO_UPDATE_WARNING + 50):
+            buffer.sample(4)
+    assert len(record) == 1
+
+
+def test_no_warning_when_priorities_are_updated():
+    buffer = make_buffer(buffer_size=10)
+    add_steps(buffer, 10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(buffer.SAMPLES_BEFORE_NO_UPDATE_WARNING + 50):
+            samples = buffer.sample(4)
+            buffer.update_priorities(samples.indices, np.ones(4))
+
+
+def test_stock_sb3_sac_runs_end_to_end_with_the_buffer_class():
+    env = gym.make("Pendulum-v1")
+    model = stable_baselines3.SAC(
+        "MlpPolicy",
+        env,
+        replay_buffer_class=PrioritizedReplayBuffer,
+        replay_buffer_kwargs=dict(alpha=0.6, beta_start=0.4, beta_end=1.0, beta_anneal_steps=200, epsilon=1e-6),
+        learning_starts=50,
+        batch_size=32,
+        policy_kwargs=dict(net_arch=[16, 16]),
+        seed=0,
+    )
+    with pytest.warns(UserWarning, match="never updated"):
+        model.learn(300)
+    buffer = model.replay_buffer
+    assert isinstance(buffer, PrioritizedReplayBuffer)
+    assert buffer.n_transitions == 300
+    assert buffer.n_sample_calls == 250
+    assert buffer.beta == 1.0
