@@ -99,7 +99,7 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         epsilon: float = 1e-6,
         weight_normalization: str = "buffer",
     ):
-        _check_per_parameters(alpha, beta_start, beta_end, beta_anneal_steps, epsilon, weight_normalization)
+        check_per_parameters(alpha, beta_start, beta_end, beta_anneal_steps, epsilon, weight_normalization)
         super().__init__(
             buffer_size,
             observation_space,
@@ -294,9 +294,18 @@ def _as_flat_numpy(values: np.ndarray | th.Tensor, name: str) -> np.ndarray:
     return array.reshape(-1)
 
 
-def _check_per_parameters(
-    alpha: float, beta_start: float, beta_end: float, beta_anneal_steps: int, epsilon: float, weight_normalization: str
+def check_per_parameters(
+    alpha: float,
+    beta_start: float,
+    beta_end: float,
+    beta_anneal_steps: int = 1,
+    epsilon: float = 1e-6,
+    weight_normalization: str = "buffer",
 ) -> None:
+    """
+    Raise ``ValueError``, naming the parameter and its value, if a ``PrioritizedReplayBuffer``
+    parameter is out of range (see the class for their meaning).
+    """
     if not (np.isfinite(alpha) and alpha >= 0):
         raise ValueError(f"alpha must be a finite number >= 0, got {alpha!r}")
     for name, beta in (("beta_start", beta_start), ("beta_end", beta_end)):
