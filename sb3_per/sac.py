@@ -1,0 +1,341 @@
+"""SAC with prioritized experience replay: an IS-weighted twin-critic loss and priority write-back."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import stable_baselines3
+import torch as th
+from stable_baselines3.common.buffers import ReplayBuffer
+from stable_baselines3.common.noise import ActionNoise
+from stable_baselines3.common.type_aliases import GymEnv, Schedule
+from stable_baselines3.common.utils import polyak_update
+from stable_baselines3.sac.policies import SACPolicy
+
+from sb3_per.buffers import PrioritizedReplayBuffer
+
+TD_ERROR_REDUCTIONS = ("mean", "max")
+
+
+def weighted_critic_loss(
+    current_q_values: Sequence[th.Tensor], target_q_values: th.Tensor, weights: th.Tensor
+) -> th.Tensor:
+    """
+    Importance-sampling weighted critic loss: ``0.5 * sum_i mean(w * (Q_i - y) ** 2)`` over the critics.
+
+    With all weights equal to one this is SB3's ``0.5 * sum_i F.mse_loss(Q_i, y)``.
+
+    :param current_q_values: each critic's Q-values for the sampled (observation, action) pairs,
+        tensors of shape (batch_size, 1)
+    :param target_q_values: the TD targets ``y``, shape (batch_size, 1), without gradient
+    :param weights: importance-sampling weights, one per sample (shape (batch_size, 1) or (batch_size,))
+    :return: the scalar loss
+    """
+    errors = th.cat(tuple(current_q_values), dim=1) - target_q_values  # (batch_size, n_critics)
+    # 0.5 * the sum over critics of a mean over the batch = 0.5 * n_critics * one mean over both
+    # (one fused expression: half the autograd nodes of a per-critic loop)
+    return (0.5 * errors.shape[1]) * (weights.view_as(target_q_values) * errors.square()).mean()
+
+
+def td_errors_for_priorities(
+    current_q_values: Sequence[th.Tensor], target_q_values: th.Tensor, reduction: str = "mean"
+) -> th.Tensor:
+    """
+    One absolute TD error per sample, to set the replay priorities from (detached from the graph).
+
+    :param current_q_values: each critic's Q-values, tensors of shape (batch_size, 1)
+    :param target_q_values: the TD targets, shape (batch_size, 1)
+    :param reduction: how the critics' errors are combined: ``"mean"`` of ``|Q_i - y|`` (absolute values
+        are taken first, so errors of opposite sign do not cancel) or ``"max"`` of ``|Q_i - y|`` (as LAP does)
+    :return: tensor of shape (batch_size,), on the critics' device
+    """
+    if reduction not in TD_ERROR_REDUCTIONS:
+        raise ValueError(f"td_error_reduction must be one of {TD_ERROR_REDUCTIONS}, got {reduction!r}")
+    with th.no_grad():
+        abs_errors = (th.cat(tuple(current_q_values), dim=1) - target_q_values).abs_()  # (batch_size, n_critics)
+        return abs_errors.mean(dim=1) if reduction == "mean" else abs_errors.amax(dim=1)
+
+
+class SAC(stable_baselines3.SAC):
+    """
+    Soft Actor-Critic (SAC) that makes use of a ``PrioritizedReplayBuffer``: a drop-in subclass of
+    ``stable_baselines3.SAC``.
+
+    With a ``PrioritizedReplayBuffer`` (``replay_buffer_class=PrioritizedReplayBuffer``), each gradient step
+
+    - weights the critic loss by the sampled importance-sampling weights ``w``:
+      ``0.5 * sum_i mean(w * (Q_i - y) ** 2)`` (the actor and entropy losses are unchanged), and
+    - after the critic's optimizer step, writes back the priorities of the sampled transitions from the
+      TD errors of that same forward pass, combined over the critics as ``td_error_reduction`` says.
+
+    Each training call also logs ``train/per_beta`` (the IS exponent of its first batch),
+    ``train/per_weight_mean`` (mean IS weight of its batches), ``train/per_priority_mean`` and
+    ``train/per_priority_max`` (mean priority of the stored transitions and the buffer's largest priority,
+    both raised to ``alpha``, after the write-back).
+
+    With any other replay buffer it is exactly ``stable_baselines3.SAC``: its ``train`` runs unchanged.
+
+    :param policy: The policy model to use (MlpPolicy, CnnPolicy, ...)
+    :param env: The environment to learn from (if registered in Gym, can be str)
+    :param learning_rate: learning rate for adam optimizer,
+        the same learning rate will be used for all networks (Q-Values, Actor and Value function)
+        it can be a function of the current progress remaining (from 1 to 0)
+    :param buffer_size: size of the replay buffer
+    :param learning_starts: how many steps of the model to collect transitions for before learning starts
+    :param batch_size: Minibatch size for each gradient update
+    :param tau: the soft update coefficient ("Polyak update", between 0 and 1)
+    :param gamma: the discount factor
+    :param train_freq: Update the model every ``train_freq`` steps. Alternatively pass a tuple of frequency and unit
+        like ``(5, "step")`` or ``(2, "episode")``.
+    :param gradient_steps: How many gradient steps to do after each rollout (see ``train_freq``)
+        Set to ``-1`` means to do as many gradient steps as steps done in the environment
+        during the rollout.
+    :param action_noise: the action noise type (None by default), this can help
+        for hard exploration problem. Cf common.noise for the different action noise type.
+    :param replay_buffer_class: Replay buffer class to use: ``PrioritizedReplayBuffer`` for prioritized
+        replay. If ``None``, it will be automatically selected (uniform replay, as in SB3).
+    :param replay_buffer_kwargs: Keyword arguments to pass to the replay buffer on creation
+        (for ``PrioritizedReplayBuffer``: ``alpha``, ``beta_start``, ``beta_end``, ``beta_anneal_steps``, ...).
+    :param optimize_memory_usage: Enable a memory efficient variant of the replay buffer
+        at a cost of more complexity.
+        See https://github.com/DLR-RM/stable-baselines3/issues/37#issuecomment-637501195
+    :param n_steps: When n_step > 1, uses n-step return (with the NStepReplayBuffer) when updating the Q-value network.
+        Note: it is only used when ``replay_buffer_class`` is ``None``. Samples that carry ``discounts``
+        are honoured with either kind of buffer.
+    :param ent_coef: Entropy regularization coefficient. (Equivalent to
+        inverse of reward scale in the original SAC paper.)  Controlling exploration/exploitation trade-off.
+        Set it to 'auto' to learn it automatically (and 'auto_0.1' for using 0.1 as initial value)
+    :param target_update_interval: update the target network every ``target_network_update_freq``
+        gradient steps.
+    :param target_entropy: target entropy when learning ``ent_coef`` (``ent_coef = 'auto'``)
+    :param use_sde: Whether to use generalized State Dependent Exploration (gSDE)
+        instead of action noise exploration (default: False)
+    :param sde_sample_freq: Sample a new noise matrix every n steps when using gSDE
+        Default: -1 (only sample at the beginning of the rollout)
+    :param use_sde_at_warmup: Whether to use gSDE instead of uniform sampling
+        during the warm up phase (before learning starts)
+    :param stats_window_size: Window size for the rollout logging, specifying the number of episodes to average
+        the reported success rate, mean episode length, and mean reward over
+    :param tensorboard_log: the log location for tensorboard (if None, no logging)
+    :param policy_kwargs: additional arguments to be passed to the policy on creation
+    :param verbose: Verbosity level: 0 for no output, 1 for info messages (such as device or wrappers used), 2 for
+        debug messages
+    :param seed: Seed for the pseudo random generators
+    :param device: Device (cpu, cuda, ...) on which the code should be run.
+        Setting it to auto, the code will be run on the GPU if possible.
+    :param td_error_reduction: How the twin critics' TD errors become one priority signal per transition:
+        ``"mean"`` (default) of ``|Q_i - y|`` over the critics, or ``"max"`` of ``|Q_i - y|`` (as LAP,
+        Fujimoto et al. 2020, does). Only used with a ``PrioritizedReplayBuffer``.
+    :param _init_setup_model: Whether or not to build the network at the creation of the instance
+    """
+
+    def __init__(
+        self,
+        policy: str | type[SACPolicy],
+        env: GymEnv | str,
+        learning_rate: float | Schedule = 3e-4,
+        buffer_size: int = 1_000_000,
+        learning_starts: int = 100,
+        batch_size: int = 256,
+        tau: float = 0.005,
+        gamma: float = 0.99,
+        train_freq: int | tuple[int, str] = 1,
+        gradient_steps: int = 1,
+        action_noise: ActionNoise | None = None,
+        replay_buffer_class: type[ReplayBuffer] | None = None,
+        replay_buffer_kwargs: dict[str, Any] | None = None,
+        optimize_memory_usage: bool = False,
+        n_steps: int = 1,
+        ent_coef: str | float = "auto",
+        target_update_interval: int = 1,
+        target_entropy: str | float = "auto",
+        use_sde: bool = False,
+        sde_sample_freq: int = -1,
+        use_sde_at_warmup: bool = False,
+        stats_window_size: int = 100,
+        tensorboard_log: str | None = None,
+        policy_kwargs: dict[str, Any] | None = None,
+        verbose: int = 0,
+        seed: int | None = None,
+        device: th.device | str = "auto",
+        td_error_reduction: str = "mean",
+        _init_setup_model: bool = True,
+    ):
+        if td_error_reduction not in TD_ERROR_REDUCTIONS:
+            raise ValueError(f"td_error_reduction must be one of {TD_ERROR_REDUCTIONS}, got {td_error_reduction!r}")
+        self.td_error_reduction = td_error_reduction
+        super().__init__(
+            policy,
+            env,
+            learning_rate=learning_rate,
+            buffer_size=buffer_size,
+            learning_starts=learning_starts,
+            batch_size=batch_size,
+            tau=tau,
+            gamma=gamma,
+            train_freq=train_freq,
+            gradient_steps=gradient_steps,
+            action_noise=action_noise,
+            replay_buffer_class=replay_buffer_class,
+            replay_buffer_kwargs=replay_buffer_kwargs,
+            optimize_memory_usage=optimize_memory_usage,
+            n_steps=n_steps,
+            ent_coef=ent_coef,
+            target_update_interval=target_update_interval,
+            target_entropy=target_entropy,
+            use_sde=use_sde,
+            sde_sample_freq=sde_sample_freq,
+            use_sde_at_warmup=use_sde_at_warmup,
+            stats_window_size=stats_window_size,
+            tensorboard_log=tensorboard_log,
+            policy_kwargs=policy_kwargs,
+            verbose=verbose,
+            seed=seed,
+            device=device,
+            _init_setup_model=_init_setup_model,
+        )
+
+    def train(self, gradient_steps: int, batch_size: int = 64) -> None:
+        if isinstance(self.replay_buffer, PrioritizedReplayBuffer):
+            self._train_prioritized(self.replay_buffer, gradient_steps, batch_size)
+        else:
+            # Uniform replay: SB3's own `train`, so results are bit-identical and PER costs nothing.
+            super().train(gradient_steps, batch_size)
+
+    def _train_prioritized(self, buffer: PrioritizedReplayBuffer, gradient_steps: int, batch_size: int) -> None:
+        """
+        SB3's ``SAC.train`` (as of stable-baselines3 2.9), with the three changes marked ``PER:``: the critic
+        loss is IS-weighted, the priorities are written back after the critic step, and PER stats are logged.
+        """
+        # Switch to train mode (this affects batch norm / dropout)
+        self.policy.set_training_mode(True)
+        # Update optimizers learning rate
+        optimizers = [self.actor.optimizer, self.critic.optimizer]
+        if self.ent_coef_optimizer is not None:
+            optimizers += [self.ent_coef_optimizer]
+        self._update_learning_rate(optimizers)
+
+        ent_coef_losses, ent_coefs = [], []
+        actor_losses, critic_losses = [], []
+        first_beta, sampled_weights = buffer.beta, []  # PER: for the logger
+
+        for gradient_step in range(gradient_steps):
+            replay_data = buffer.sample(batch_size, env=self._vec_normalize_env)
+            # For n-step replay, discount factor is gamma**n_steps (when no early termination)
+            discounts = replay_data.discounts if replay_data.discounts is not None else self.gamma
+
+            # We need to sample because `log_std` may have changed between two gradient steps
+            if self.use_sde:
+                self.actor.reset_noise()
+
+            # Action by the current actor for the sampled state
+            actions_pi, log_prob = self.actor.action_log_prob(replay_data.observations)
+            log_prob = log_prob.reshape(-1, 1)
+
+            ent_coef_loss = None
+            if self.ent_coef_optimizer is not None and self.log_ent_coef is not None:
+                # Detached, so that other losses do not change it (softlearning issue #60)
+                ent_coef = th.exp(self.log_ent_coef.detach())
+                assert isinstance(self.target_entropy, float)
+                ent_coef_loss = -(self.log_ent_coef * (log_prob + self.target_entropy).detach()).mean()
+                ent_coef_losses.append(ent_coef_loss.item())
+            else:
+                ent_coef = self.ent_coef_tensor
+            ent_coefs.append(ent_coef.item())
+
+            # Optimize entropy coefficient, also called entropy temperature or alpha in the paper
+            if ent_coef_loss is not None and self.ent_coef_optimizer is not None:
+                self.ent_coef_optimizer.zero_grad()
+                ent_coef_loss.backward()
+                self.ent_coef_optimizer.step()
+
+            with th.no_grad():
+                # Select action according to policy
+                next_actions, next_log_prob = self.actor.action_log_prob(replay_data.next_observations)
+                # Compute the next Q values: min over all critics targets
+                next_q_values = th.cat(self.critic_target(replay_data.next_observations, next_actions), dim=1)
+                next_q_values, _ = th.min(next_q_values, dim=1, keepdim=True)
+                # add entropy term
+                next_q_values = next_q_values - ent_coef * next_log_prob.reshape(-1, 1)
+                # td error + entropy term
+                target_q_values = replay_data.rewards + (1 - replay_data.dones) * discounts * next_q_values
+
+            # Get current Q-values estimates for each critic network using action from the replay buffer
+            current_q_values = self.critic(replay_data.observations, replay_data.actions)
+
+            # PER: importance-sampling weighted critic loss
+            critic_loss = weighted_critic_loss(current_q_values, target_q_values, replay_data.weights)
+            critic_losses.append(critic_loss.item())
+
+            # Optimize the critic
+            self.critic.optimizer.zero_grad()
+            critic_loss.backward()
+            self.critic.optimizer.step()
+
+            # PER: new priorities from this forward pass's TD errors
+            self._write_back_priorities(buffer, replay_data.indices, current_q_values, target_q_values)
+            sampled_weights.append(replay_data.weights)
+
+            # Compute actor loss: min over all critic networks
+            q_values_pi = th.cat(self.critic(replay_data.observations, actions_pi), dim=1)
+            min_qf_pi, _ = th.min(q_values_pi, dim=1, keepdim=True)
+            actor_loss = (ent_coef * log_prob - min_qf_pi).mean()
+            actor_losses.append(actor_loss.item())
+
+            # Optimize the actor
+            self.actor.optimizer.zero_grad()
+            actor_loss.backward()
+            self.actor.optimizer.step()
+
+            # Update target networks
+            if gradient_step % self.target_update_interval == 0:
+                polyak_update(self.critic.parameters(), self.critic_target.parameters(), self.tau)
+                # Copy running stats, see SB3 issue #996
+                polyak_update(self.batch_norm_stats, self.batch_norm_stats_target, 1.0)
+
+        self._n_updates += gradient_steps
+
+        self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
+        self.logger.record("train/ent_coef", np.mean(ent_coefs))
+        self.logger.record("train/actor_loss", np.mean(actor_losses))
+        self.logger.record("train/critic_loss", np.mean(critic_losses))
+        if len(ent_coef_losses) > 0:
+            self.logger.record("train/ent_coef_loss", np.mean(ent_coef_losses))
+        self._record_per_stats(buffer, first_beta, sampled_weights)  # PER
+
+    def _write_back_priorities(
+        self,
+        buffer: PrioritizedReplayBuffer,
+        indices: np.ndarray,
+        current_q_values: Sequence[th.Tensor],
+        target_q_values: th.Tensor,
+    ) -> None:
+        """
+        Set the priorities of the sampled transitions from their TD errors (combined over the critics
+        as ``td_error_reduction`` says), computed from the Q-values of the forward pass that gave the loss.
+
+        :param buffer: the prioritized buffer the batch came from
+        :param indices: the batch's flat indices in the buffer
+        :param current_q_values: each critic's Q-values for the batch
+        :param target_q_values: the batch's TD targets
+        """
+        td_errors = td_errors_for_priorities(current_q_values, target_q_values, self.td_error_reduction)
+        buffer.update_priorities(indices, td_errors)
+
+    def _record_per_stats(
+        self, buffer: PrioritizedReplayBuffer, first_beta: float, sampled_weights: list[th.Tensor]
+    ) -> None:
+        """
+        Log the prioritized-replay statistics of one training call (one device sync for all of them).
+
+        :param buffer: the prioritized buffer
+        :param first_beta: the IS exponent of the call's first batch
+        :param sampled_weights: the IS weights of each batch of the call
+        """
+        self.logger.record("train/per_beta", first_beta)
+        if sampled_weights:
+            self.logger.record("train/per_weight_mean", th.cat(sampled_weights).mean().item())
+        self.logger.record("train/per_priority_mean", buffer.mean_priority)
+        self.logger.record("train/per_priority_max", buffer.max_priority)

@@ -1,0 +1,116 @@
+"""
+Benchmark: wall time per environment step of ``sb3_per.SAC`` with prioritized replay against
+``stable_baselines3.SAC`` with SB3's uniform ``ReplayBuffer``, side by side in one process.
+
+Both use the same settings (batch 256, train_freq 1, gradient_steps 1, default MLP, one torch thread).
+Each is first run past ``learning_starts`` and a warm-up, then they take turns running chunks of
+``learn(chunk, reset_num_timesteps=False)``, round by round, so machine noise hits all alike: many short
+rounds pair better than a few long ones on a shared machine. The script prints the milliseconds per step
+of each and their ratio to the baseline (target: PER <= 1.03x uniform).
+
+    python scripts/bench_sac.py                          # Pendulum-v1, 40 rounds x 150 steps
+    python scripts/bench_sac.py --control                # also sb3_per.SAC with the uniform buffer
+    python scripts/bench_sac.py --env MountainCarContinuous-v0 --rounds 20 --chunk 300
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+import numpy as np
+import stable_baselines3
+import torch as th
+from stable_baselines3.common.base_class import BaseAlgorithm
+
+import sb3_per
+from sb3_per import PrioritizedReplayBuffer
+
+BASELINE = "stable_baselines3.SAC, uniform"
+
+
+def build_models(args: argparse.Namespace) -> dict[str, BaseAlgorithm]:
+    """
+    The uniform baseline, the prioritized model and, with ``--control``, ``sb3_per.SAC`` with the uniform
+    buffer (the baseline's code path, so its ratio shows the noise floor); identical settings and seed.
+    """
+    settings: dict[str, Any] = {
+        "batch_size": args.batch_size,
+        "buffer_size": args.buffer_size,
+        "learning_starts": args.learning_starts,
+        "train_freq": 1,
+        "gradient_steps": 1,
+        "seed": args.seed,
+        "device": args.device,
+    }
+    models: dict[str, BaseAlgorithm] = {
+        BASELINE: stable_baselines3.SAC("MlpPolicy", args.env, **settings),
+        "sb3_per.SAC, PER buffer": sb3_per.SAC(
+            "MlpPolicy", args.env, replay_buffer_class=PrioritizedReplayBuffer, **settings
+        ),
+    }
+    if args.control:
+        models["sb3_per.SAC, uniform (control)"] = sb3_per.SAC("MlpPolicy", args.env, **settings)
+    return models
+
+
+def time_interleaved(models: dict[str, BaseAlgorithm], rounds: int, chunk: int) -> dict[str, dict[str, np.ndarray]]:
+    """
+    Wall and process CPU seconds per environment step of each chunk, the models taking turns (the order
+    rotates each round). CPU time is less disturbed than wall time when other processes share the cores.
+    """
+    times: dict[str, dict[str, list[float]]] = {name: {"wall": [], "cpu": []} for name in models}
+    names = list(models)
+    for round_index in range(rounds):
+        shift = round_index % len(names)
+        for name in names[shift:] + names[:shift]:
+            wall, cpu = time.perf_counter(), time.process_time()
+            models[name].learn(chunk, reset_num_timesteps=False)
+            times[name]["wall"].append((time.perf_counter() - wall) / chunk)
+            times[name]["cpu"].append((time.process_time() - cpu) / chunk)
+    return {name: {clock: np.array(values) for clock, values in clocks.items()} for name, clocks in times.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--env", default="Pendulum-v1", help="Gymnasium environment id (continuous actions)")
+    parser.add_argument("--rounds", type=int, default=40, help="timed chunks per model")
+    parser.add_argument("--chunk", type=int, default=150, help="environment steps per timed chunk")
+    parser.add_argument("--learning-starts", type=int, default=1000)
+    parser.add_argument("--warmup", type=int, default=500, help="untimed training steps after learning_starts")
+    parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--buffer-size", type=int, default=1_000_000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--control", action="store_true", help="also time sb3_per.SAC with the uniform buffer")
+    args = parser.parse_args()
+    th.set_num_threads(1)
+
+    models = build_models(args)
+    for model in models.values():  # fill past learning_starts; the warm-up compiles numba and fills caches
+        model.learn(args.learning_starts + args.warmup)
+    times = time_interleaved(models, args.rounds, args.chunk)
+
+    print(
+        f"SAC on {args.env}, device {args.device}, batch {args.batch_size}, train_freq 1, gradient_steps 1, "
+        f"1 torch thread; {args.rounds} interleaved rounds x {args.chunk} steps; ms per environment step"
+    )
+    header = f"{'':<32} {'wall median':>12} {'wall min':>9} {'cpu median':>11} {'ratio':>7} {'ratio/round':>12}"
+    print(header)
+    baseline = times[BASELINE]
+    for name, clocks in times.items():
+        ratio = np.median(clocks["wall"]) / np.median(baseline["wall"])
+        ratio_per_round = np.median(clocks["wall"] / baseline["wall"])
+        print(
+            f"{name:<32} {np.median(clocks['wall']) * 1e3:>12.3f} {clocks['wall'].min() * 1e3:>9.3f} "
+            f"{np.median(clocks['cpu']) * 1e3:>11.3f} {ratio:>6.3f}x {ratio_per_round:>11.3f}x"
+        )
+    print(
+        "ratio: wall median / the baseline's; ratio/round: median over rounds of wall time / the baseline's "
+        "in the same round. Target for PER: <= 1.03x."
+    )
+
+
+if __name__ == "__main__":
+    main()
