@@ -169,7 +169,7 @@ class PrioritizedReplayBuffer(ReplayBuffer):
 
     def _set_slot_priority(self, pos: int, priority: float) -> None:
         leaves = pos * self.n_envs + np.arange(self.n_envs)
-        self.tree.update(leaves, np.full(self.n_envs, priority))
+        self.tree.update(leaves, np.full(self.n_envs, priority), validate=False)  # in range and finite by construction
         self._write_count[leaves] += 1
 
     def sample(self, batch_size: int, env: VecNormalize | None = None) -> PrioritizedReplayBufferSamples:  # type: ignore[override]
@@ -264,23 +264,29 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         :param td_errors: one TD error per index (numpy array or torch tensor on any device, any
             shape that flattens to the batch, e.g. (batch_size, 1))
         """
+        # Few numpy calls on purpose: at batch 256 each costs about as much as its arithmetic.
         leaves = _as_flat_numpy(indices, "indices")
-        errors = _as_flat_numpy(td_errors, "td_errors").astype(np.float64)
+        errors = _as_flat_numpy(td_errors, "td_errors")
         if leaves.shape[0] != errors.shape[0]:
             raise ValueError(f"td_errors has {errors.shape[0]} values but indices has {leaves.shape[0]}")
-        if leaves.size and not np.issubdtype(leaves.dtype, np.integer):
+        if leaves.size == 0:
+            return
+        if leaves.dtype.kind not in "iu":
             raise ValueError(f"indices must be integers, got dtype {leaves.dtype}")
-        leaves = leaves.astype(np.int64)
-        if leaves.size and (leaves.min() < 0 or leaves.max() >= self.n_transitions):
+        leaves = leaves.astype(np.int64, copy=False)
+        if leaves.min() < 0 or leaves.max() >= self.n_transitions:
             bad = leaves[(leaves < 0) | (leaves >= self.n_transitions)][0]
             raise ValueError(f"index {bad} is out of range: the buffer holds {self.n_transitions} transitions")
-        if not np.isfinite(errors).all():
-            raise ValueError(f"td_errors must be finite, got {errors[~np.isfinite(errors)][0]}")
-        fresh = self._write_count_at_sample[leaves] == self._write_count[leaves]
-        fresh |= self._write_count_at_sample[leaves] < 0
-        priorities = (np.abs(errors[fresh]) + self.epsilon) ** self.alpha
-        self.tree.update(leaves[fresh], priorities, validate=False)
-        if priorities.size:
+        priorities = (np.abs(errors, dtype=np.float64) + self.epsilon) ** self.alpha
+        if not np.isfinite(priorities.max()):  # NaN propagates through max, inf is the max
+            bad = errors[~np.isfinite(priorities)][0]
+            raise ValueError(f"td_errors must be finite and give finite priorities, got {bad}")
+        stamps = self._write_count_at_sample[leaves]
+        fresh = (stamps == self._write_count[leaves]) | (stamps < 0)
+        if not fresh.all():
+            leaves, priorities = leaves[fresh], priorities[fresh]
+        if leaves.size:
+            self.tree.update(leaves, priorities, validate=False)
             self.max_priority = max(self.max_priority, float(priorities.max()))
         self.n_priority_updates += 1
 

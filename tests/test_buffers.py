@@ -353,3 +353,18 @@ def test_stock_sb3_sac_runs_end_to_end_with_the_buffer_class():
     assert buffer.n_transitions == 300
     assert buffer.n_sample_calls == 250
     assert buffer.beta == 1.0
+
+
+def test_a_finite_error_whose_priority_overflows_is_rejected():
+    buffer = make_buffer(buffer_size=10, alpha=2.0)
+    add_steps(buffer, 10)
+    with pytest.raises(ValueError, match="finite priorities"):
+        buffer.update_priorities(np.array([0, 1]), np.array([1.0, 1e200]))
+    np.testing.assert_array_equal(leaf_priorities(buffer), 1.0)
+
+
+def test_an_empty_update_changes_nothing():
+    buffer = make_buffer(buffer_size=10)
+    add_steps(buffer, 10)
+    buffer.update_priorities(np.array([], dtype=np.int64), np.array([]))
+    np.testing.assert_array_equal(leaf_priorities(buffer), 1.0)
