@@ -355,6 +355,7 @@ def test_stock_sb3_sac_runs_end_to_end_with_the_buffer_class():
     assert buffer.beta == 1.0
 
 
+@pytest.mark.filterwarnings("ignore:overflow encountered in power:RuntimeWarning")
 def test_a_finite_error_whose_priority_overflows_is_rejected():
     buffer = make_buffer(buffer_size=10, alpha=2.0)
     add_steps(buffer, 10)
