@@ -1,0 +1,145 @@
+"""Command lines of ``scripts/train.py`` (one run) and ``scripts/compare.py`` (the comparison)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import shlex
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from comparison.experiment import REPLAY_CLASSES, RunConfig, configure_torch_threads, train_run
+from comparison.runner import PRESETS, plan_runs, run_comparison
+
+# RunConfig fields settable from both command lines: (flag, field, type, help).
+_RUN_OPTIONS: tuple[tuple[str, str, Any, str], ...] = (
+    ("--env-id", "env_id", str, "Gymnasium env id"),
+    ("--total-steps", "total_steps", int, "env steps per run"),
+    ("--eval-freq", "eval_freq", int, "env steps between evaluations"),
+    ("--eval-episodes", "eval_episodes", int, "evaluation episodes (one per seed from --eval-seed on)"),
+    ("--eval-seed", "eval_seed", int, "seed of the first evaluation episode (held out from training seeds)"),
+    ("--alpha", "alpha", float, "PER priority exponent"),
+    ("--beta-start", "beta_start", float, "PER importance-sampling exponent at the start"),
+    ("--beta-end", "beta_end", float, "PER importance-sampling exponent at the end of the run"),
+    ("--epsilon", "epsilon", float, "PER priority offset"),
+    ("--learning-rate", "learning_rate", float, "Adam learning rate"),
+    ("--learning-starts", "learning_starts", int, "env steps collected before training"),
+    ("--batch-size", "batch_size", int, "minibatch size"),
+    ("--buffer-size", "buffer_size", int, "replay capacity"),
+    ("--gamma", "gamma", float, "discount factor"),
+    ("--ent-coef", "ent_coef", str, "SAC entropy coefficient, e.g. auto, auto_0.1 or 0.01"),
+)
+_DEFAULTS = RunConfig()
+
+
+def json_object(text: str) -> dict[str, Any]:
+    """Parse a JSON object given on the command line."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise argparse.ArgumentTypeError(f"not valid JSON ({error}): {text!r}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"must be a JSON object such as '{{\"cost_bps\": 2.0}}', got {text!r}")
+    return value
+
+
+def _add_run_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("run settings")
+    for flag, name, kind, text in _RUN_OPTIONS:
+        default = getattr(_DEFAULTS, name)
+        group.add_argument(flag, dest=name, type=kind, default=None, help=f"{text} (default: {default})")
+    group.add_argument(
+        "--env-kwargs", dest="env_kwargs", type=json_object, default=None, help="env keyword arguments as JSON"
+    )
+    group.add_argument(
+        "--net-arch", dest="net_arch", type=int, nargs="+", default=None, help="hidden layer sizes (default: 64 64)"
+    )
+
+
+def _given_run_options(args: argparse.Namespace) -> dict[str, Any]:
+    names = [name for _, name, _, _ in _RUN_OPTIONS] + ["env_kwargs", "net_arch"]
+    return {name: getattr(args, name) for name in names if getattr(args, name) is not None}
+
+
+def _config(parser: argparse.ArgumentParser, **fields: Any) -> RunConfig:
+    try:
+        return RunConfig(**fields)
+    except (TypeError, ValueError) as error:
+        parser.error(str(error))
+
+
+def train_parser() -> argparse.ArgumentParser:
+    """Parser of ``scripts/train.py``."""
+    parser = argparse.ArgumentParser(
+        prog="train.py",
+        description="Train sb3_per.SAC once (uniform or prioritized replay) with periodic evaluation on "
+        "held-out episodes; writes config.json, progress.csv, TensorBoard logs, evaluations.csv and model.zip.",
+    )
+    parser.add_argument("--replay", choices=sorted(REPLAY_CLASSES), default="per", help="replay variant")
+    parser.add_argument("--seed", type=int, default=0, help="training seed")
+    parser.add_argument("--out", type=Path, default=Path("runs"), help="output directory (a run folder inside)")
+    parser.add_argument("--no-progress-bar", action="store_true", help="hide SB3's progress bar")
+    _add_run_options(parser)
+    return parser
+
+
+def train_main(argv: Sequence[str] | None = None) -> Path:
+    """Entry point of ``scripts/train.py``; returns the run's directory."""
+    parser = train_parser()
+    args = parser.parse_args(argv)
+    config = _config(parser, variant=args.replay, seed=args.seed, **_given_run_options(args))
+    configure_torch_threads(1)
+    directory = args.out / config.run_name
+    formats = ("stdout", "csv", "tensorboard")
+    rows = train_run(config, directory, progress_bar=not args.no_progress_bar, log_formats=formats)
+    final = rows.iloc[-1]
+    print(f"{config.run_name}: final mean return {final['mean_return']:+.4f}, Sharpe {final['sharpe']:+.2f}")
+    print(f"written to {directory}")
+    return directory
+
+
+def compare_parser() -> argparse.ArgumentParser:
+    """Parser of ``scripts/compare.py``."""
+    parser = argparse.ArgumentParser(
+        prog="compare.py",
+        description="Compare PER-SAC with uniform SAC over seeds on the pairs-trading env, next to the z-score "
+        "and flat baselines; writes evaluations.csv, baselines.csv, summary.md and PNG plots. Resumable: "
+        "finished runs in --out are not rerun. Presets: "
+        + "; ".join(f"{name}: {p.n_seeds} seeds, {p.overrides['total_steps']} steps" for name, p in PRESETS.items()),
+    )
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_const", dest="preset", const="quick", help="smoke run (< 1 min)")
+    size.add_argument("--full", action="store_const", dest="preset", const="full", help="the real answer (hours)")
+    parser.set_defaults(preset="default")
+    parser.add_argument("--seeds", type=int, nargs="+", default=None, help="training seeds (default: the preset's)")
+    parser.add_argument(
+        "--variants", nargs="+", choices=sorted(REPLAY_CLASSES), default=["uniform", "per"], help="replay variants"
+    )
+    parser.add_argument("--workers", type=int, default=None, help="parallel runs (default: one per core)")
+    parser.add_argument("--out", type=Path, default=Path("results"), help="output directory")
+    parser.add_argument("--no-progress-bar", action="store_true", help="hide the progress bar over runs")
+    _add_run_options(parser)
+    return parser
+
+
+def compare_main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    """Entry point of ``scripts/compare.py``; returns what ``run_comparison`` returns."""
+    parser = compare_parser()
+    args = parser.parse_args(argv)
+    preset = PRESETS[args.preset]
+    base = _config(parser, **{**preset.overrides, **_given_run_options(args)})
+    seeds = args.seeds if args.seeds is not None else list(range(preset.n_seeds))
+    if args.workers is not None and args.workers < 1:
+        parser.error(f"--workers must be >= 1, got {args.workers}")
+    command = shlex.join(["python", "scripts/compare.py", *(sys.argv[1:] if argv is None else argv)])
+    configs = plan_runs(base, args.variants, seeds)
+    result = run_comparison(configs, args.out, workers=args.workers, command=command, progress=not args.no_progress_bar)
+    print((args.out / "summary.md").read_text())
+    for name, error in result["failures"].items():
+        print(f"run {name} FAILED: {error.strip().splitlines()[-1]}")
+    shared = {k: v for k, v in dataclasses.asdict(base).items() if k not in ("variant", "seed")}
+    print(f"settings of every run: {shared}")
+    return result

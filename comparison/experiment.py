@@ -1,0 +1,289 @@
+"""
+One training run of the comparison: its configuration, the policy evaluation, and the run itself.
+
+A run trains ``sb3_per.SAC`` with one replay variant on one seed, evaluates the policy every
+``eval_freq`` env steps on a fixed list of held-out episode seeds (the same for every run and
+baseline, so differences between variants are not differences between episodes), and writes into
+its own directory: ``config.json``, SB3's ``progress.csv`` and TensorBoard logs, ``model.zip``, and
+last, ``evaluations.csv``, whose presence marks the run as finished.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pandas as pd
+import torch as th
+from stable_baselines3.common.buffers import ReplayBuffer
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.logger import configure
+
+import envs  # noqa: F401  (registers PairsTrading-v0)
+from comparison.report import EVALUATIONS_FILE, METRIC_COLUMNS
+from envs import SUMMARY_KEYS, FlatPolicy, ZScorePolicy
+from sb3_per import SAC, PrioritizedReplayBuffer
+from sb3_per.buffers import check_per_parameters
+
+DEFAULT_ENV_ID = "envs:PairsTrading-v0"
+CONFIG_FILE = "config.json"
+
+# Replay variants by name: the buffer class each uses. PER's own parameters live in RunConfig.
+REPLAY_CLASSES: dict[str, type[ReplayBuffer]] = {"uniform": ReplayBuffer, "per": PrioritizedReplayBuffer}
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """
+    Everything that determines one training run (two runs with equal configs compute the same thing).
+
+    :param variant: replay variant, a key of ``REPLAY_CLASSES``
+    :param seed: seed of SAC, the training env and the replay sampling
+    :param total_steps: env steps to train for
+    :param env_id: Gymnasium id of the env
+    :param env_kwargs: keyword arguments of the env
+    :param eval_freq: evaluate every this many env steps (and at step 0 and at the end)
+    :param eval_episodes: evaluation episodes per evaluation
+    :param eval_seed: seed of the first evaluation episode; episode ``i`` uses ``eval_seed + i``
+    :param alpha: PER priority exponent
+    :param beta_start: PER importance-sampling exponent at the start; annealed to ``beta_end`` over the
+        run's own gradient steps (not a fixed 200k-call schedule that a short run would never finish)
+    :param beta_end: PER importance-sampling exponent at the end of the run
+    :param epsilon: PER priority offset
+    :param net_arch: hidden layers of the actor and critics
+    :param learning_rate: Adam learning rate
+    :param learning_starts: env steps collected before training starts
+    :param batch_size: minibatch size
+    :param buffer_size: replay capacity
+    :param gamma: discount factor
+    :param ent_coef: SAC entropy coefficient (``"auto_0.1"``: learned, starting at 0.1)
+    """
+
+    variant: str = "per"
+    seed: int = 0
+    total_steps: int = 30_000
+    env_id: str = DEFAULT_ENV_ID
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    eval_freq: int = 5_000
+    eval_episodes: int = 30
+    eval_seed: int = 1_000_000
+    alpha: float = 0.6
+    beta_start: float = 0.4
+    beta_end: float = 1.0
+    epsilon: float = 1e-6
+    net_arch: tuple[int, ...] = (64, 64)
+    learning_rate: float = 3e-4
+    learning_starts: int = 1_000
+    batch_size: int = 256
+    buffer_size: int = 1_000_000
+    gamma: float = 0.99
+    ent_coef: str = "auto_0.1"
+
+    def __post_init__(self) -> None:
+        if self.variant not in REPLAY_CLASSES:
+            raise ValueError(f"variant must be one of {sorted(REPLAY_CLASSES)}, got {self.variant!r}")
+        for name in ("total_steps", "eval_freq", "eval_episodes", "batch_size", "buffer_size"):
+            value = getattr(self, name)
+            if int(value) != value or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if self.learning_starts < 0 or self.learning_starts >= self.total_steps:
+            raise ValueError(
+                f"learning_starts must be in [0, total_steps={self.total_steps}), got {self.learning_starts!r}"
+            )
+        check_per_parameters(self.alpha, self.beta_start, self.beta_end, epsilon=self.epsilon)
+        object.__setattr__(self, "net_arch", tuple(self.net_arch))
+
+    @property
+    def run_name(self) -> str:
+        """Directory name of the run: ``{variant}_s{seed}``."""
+        return f"{self.variant}_s{self.seed}"
+
+    @property
+    def eval_seeds(self) -> list[int]:
+        """Seeds of the evaluation episodes."""
+        return [self.eval_seed + i for i in range(self.eval_episodes)]
+
+    def to_json(self) -> str:
+        """The config as JSON (tuples become lists)."""
+        return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
+
+    def replay_kwargs(self) -> dict[str, Any]:
+        """``replay_buffer_kwargs`` for the variant: PER's parameters, with beta annealed over this run."""
+        if self.variant == "uniform":
+            return {}
+        gradient_steps = self.total_steps - self.learning_starts
+        return dict(
+            alpha=self.alpha,
+            beta_start=self.beta_start,
+            beta_end=self.beta_end,
+            beta_anneal_steps=max(1, gradient_steps),
+            epsilon=self.epsilon,
+        )
+
+
+def make_model(config: RunConfig, env: Any) -> SAC:
+    """``sb3_per.SAC`` for ``config`` on ``env`` (a VecEnv), seeded with ``config.seed``."""
+    return SAC(
+        "MlpPolicy",
+        env,
+        learning_rate=config.learning_rate,
+        buffer_size=config.buffer_size,
+        learning_starts=config.learning_starts,
+        batch_size=config.batch_size,
+        gamma=config.gamma,
+        ent_coef=config.ent_coef,
+        replay_buffer_class=REPLAY_CLASSES[config.variant],
+        replay_buffer_kwargs=config.replay_kwargs(),
+        policy_kwargs=dict(net_arch=list(config.net_arch)),
+        seed=config.seed,
+        device="cpu",
+    )
+
+
+def episode_summaries(policy: Any, eval_envs: Sequence[gym.Env], seeds: Sequence[int]) -> list[dict[str, float]]:
+    """
+    Play one episode per seed, all in lockstep so the policy predicts for the whole batch at once,
+    and return each episode's ``info["episode_summary"]``.
+
+    :param policy: anything with SB3's ``predict`` (an SB3 model, ``ZScorePolicy``, ...), used
+        deterministically
+    :param eval_envs: one env per seed (reused across evaluations)
+    :param seeds: the episodes' reset seeds
+    """
+    if len(eval_envs) != len(seeds):
+        raise ValueError(f"need one env per seed, got {len(eval_envs)} envs and {len(seeds)} seeds")
+    observations = np.stack([env.reset(seed=seed)[0] for env, seed in zip(eval_envs, seeds, strict=True)])
+    summaries: list[dict[str, float] | None] = [None] * len(seeds)
+    running = list(range(len(seeds)))
+    while running:
+        actions, _ = policy.predict(observations[running], deterministic=True)
+        for action, i in zip(actions, running, strict=True):
+            observations[i], _, terminated, truncated, info = eval_envs[i].step(action)
+            if terminated or truncated:
+                summaries[i] = info["episode_summary"]
+        running = [i for i in running if summaries[i] is None]
+    return summaries  # type: ignore[return-value]
+
+
+def summarize_episodes(summaries: Sequence[dict[str, float]]) -> dict[str, float]:
+    """Evaluation metrics (``METRIC_COLUMNS``) from episode summaries: means over episodes."""
+    frame = pd.DataFrame(list(summaries), columns=list(SUMMARY_KEYS))
+    # Episode return: the sum of the log-equity rewards (what SAC maximises), = log(final equity).
+    log_returns = np.log1p(frame["cumulative_return"])
+    return {
+        "mean_return": float(log_returns.mean()),
+        "std_return": float(log_returns.std(ddof=0)),
+        "sharpe": float(frame["sharpe"].mean()),
+        "max_drawdown": float(frame["max_drawdown"].mean()),
+        "turnover": float(frame["turnover"].mean()),
+        "return_normal": float(frame["return_normal"].mean()),
+        "return_stress": float(frame["return_stress"].mean()),
+        "return_break": float(frame["return_break"].mean()),
+        "n_episodes": len(frame),
+    }
+
+
+def make_eval_envs(env_id: str, env_kwargs: dict[str, Any], n_envs: int) -> list[gym.Env]:
+    """``n_envs`` independent evaluation envs."""
+    return [gym.make(env_id, **env_kwargs) for _ in range(n_envs)]
+
+
+def evaluate(policy: Any, eval_envs: Sequence[gym.Env], seeds: Sequence[int]) -> dict[str, float]:
+    """Metrics of ``policy`` over one episode per seed."""
+    return summarize_episodes(episode_summaries(policy, eval_envs, seeds))
+
+
+class PeriodicEvaluation(BaseCallback):
+    """
+    Evaluates the model at step 0, every ``eval_freq`` env steps, and at the end of training,
+    on fixed episode seeds; keeps the rows and records ``eval/*`` through the model's logger.
+
+    :param eval_envs: one env per evaluation seed
+    :param seeds: evaluation episode seeds
+    :param eval_freq: env steps between evaluations
+    """
+
+    def __init__(self, eval_envs: Sequence[gym.Env], seeds: Sequence[int], eval_freq: int) -> None:
+        super().__init__()
+        self.eval_envs, self.seeds, self.eval_freq = eval_envs, list(seeds), eval_freq
+        self.rows: list[dict[str, float]] = []
+        self._next_eval = 0
+
+    def _evaluate(self) -> None:
+        metrics = evaluate(self.model, self.eval_envs, self.seeds)
+        self.rows.append({"step": self.num_timesteps, **metrics})
+        for key in ("mean_return", "sharpe", "max_drawdown"):
+            self.logger.record(f"eval/{key}", metrics[key])
+        self._next_eval = self.num_timesteps + self.eval_freq
+
+    def _on_training_start(self) -> None:
+        self._evaluate()
+
+    def _on_step(self) -> bool:
+        if self.num_timesteps >= self._next_eval:
+            self._evaluate()
+        return True
+
+    def _on_training_end(self) -> None:
+        if self.rows[-1]["step"] != self.num_timesteps:
+            self._evaluate()
+
+
+def train_run(
+    config: RunConfig, run_dir: Path, progress_bar: bool = False, log_formats: Sequence[str] = ("csv", "tensorboard")
+) -> pd.DataFrame:
+    """
+    Train and evaluate one run; write its files into ``run_dir`` and return its evaluation rows.
+
+    :param config: the run
+    :param run_dir: its output directory (created)
+    :param progress_bar: show SB3's progress bar
+    :param log_formats: SB3 logger outputs (``"stdout"``, ``"csv"``, ``"tensorboard"``)
+    :return: one row per evaluation, columns ``run, variant, seed, step`` and ``METRIC_COLUMNS``
+    """
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / CONFIG_FILE).write_text(config.to_json())
+    env = make_vec_env(config.env_id, n_envs=1, seed=config.seed, env_kwargs=config.env_kwargs)
+    model = make_model(config, env)
+    model.set_logger(configure(str(run_dir), list(log_formats)))
+    evaluation = PeriodicEvaluation(
+        make_eval_envs(config.env_id, config.env_kwargs, config.eval_episodes), config.eval_seeds, config.eval_freq
+    )
+    model.learn(config.total_steps, callback=evaluation, progress_bar=progress_bar)
+    model.save(run_dir / "model.zip")
+    rows = pd.DataFrame(evaluation.rows)
+    rows.insert(0, "run", config.run_name)
+    rows.insert(1, "variant", config.variant)
+    rows.insert(2, "seed", config.seed)
+    rows = rows[["run", "variant", "seed", "step", *METRIC_COLUMNS]]
+    write_csv_atomically(rows, run_dir / EVALUATIONS_FILE)
+    return rows
+
+
+def baseline_rows(env_id: str, env_kwargs: dict[str, Any], seeds: Sequence[int]) -> pd.DataFrame:
+    """Metrics of the fixed policies (z-score rule, flat) on the evaluation episodes ``seeds``."""
+    policies: dict[str, Callable[[], Any]] = {"zscore": ZScorePolicy, "flat": FlatPolicy}
+    eval_envs = make_eval_envs(env_id, env_kwargs, len(seeds))
+    rows = [{"variant": name, **evaluate(make(), eval_envs, seeds)} for name, make in policies.items()]
+    return pd.DataFrame(rows, columns=["variant", *METRIC_COLUMNS])
+
+
+def write_csv_atomically(frame: pd.DataFrame, path: Path) -> None:
+    """Write ``frame`` to ``path`` so that the file either does not exist or is complete."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    frame.to_csv(tmp, index=False)
+    os.replace(tmp, path)
+
+
+def configure_torch_threads(n_threads: int = 1) -> None:
+    """One torch thread per run: runs go in parallel processes, one per core."""
+    th.set_num_threads(n_threads)

@@ -1,0 +1,167 @@
+"""The comparison pipeline: one run, the evaluation, the CLIs, resumability and the end-to-end report."""
+
+import json
+import re
+
+import gymnasium as gym
+import numpy as np
+import pandas as pd
+import pytest
+
+from comparison.cli import compare_main, train_main
+from comparison.experiment import (
+    RunConfig,
+    baseline_rows,
+    episode_summaries,
+    make_eval_envs,
+    summarize_episodes,
+)
+from comparison.report import METRIC_COLUMNS, iqm
+from comparison.runner import is_finished, plan_runs, run_dir
+from envs import ZScorePolicy, run_episodes
+
+TINY = [
+    "--total-steps",
+    "400",
+    "--learning-starts",
+    "200",
+    "--eval-freq",
+    "200",
+    "--eval-episodes",
+    "3",
+    "--batch-size",
+    "32",
+    "--net-arch",
+    "16",
+    "16",
+    "--env-kwargs",
+    '{"episode_length": 40}',
+]
+
+
+def test_lockstep_evaluation_matches_playing_the_episodes_one_by_one():
+    seeds = [11, 12, 13, 14]
+    policy = ZScorePolicy()
+    batched = episode_summaries(policy, make_eval_envs("envs:PairsTrading-v0", {}, len(seeds)), seeds)
+    env = gym.make("envs:PairsTrading-v0")
+    one_by_one = [run_episodes(env, policy, 1, seed=seed)[0][0] for seed in seeds]
+    assert batched == one_by_one
+
+
+def test_summarize_episodes_averages_the_env_summaries():
+    summaries = [
+        dict(cumulative_return=np.expm1(0.1), sharpe=1.0, max_drawdown=0.1, turnover=4.0, steps=10.0)
+        | dict(return_normal=0.06, return_stress=0.03, return_break=0.01),
+        dict(cumulative_return=np.expm1(-0.3), sharpe=-1.0, max_drawdown=0.3, turnover=2.0, steps=10.0)
+        | dict(return_normal=-0.1, return_stress=-0.1, return_break=-0.1),
+    ]
+    metrics = summarize_episodes(summaries)
+    assert metrics["mean_return"] == pytest.approx(-0.1)
+    assert metrics["std_return"] == pytest.approx(0.2)
+    assert metrics["sharpe"] == 0.0 and metrics["turnover"] == 3.0 and metrics["max_drawdown"] == pytest.approx(0.2)
+    assert metrics["return_normal"] == pytest.approx(-0.02) and metrics["n_episodes"] == 2
+
+
+def test_baselines_are_evaluated_on_the_given_episodes():
+    rows = baseline_rows("envs:PairsTrading-v0", {}, [1, 2, 3, 4, 5])
+    assert list(rows["variant"]) == ["zscore", "flat"]
+    assert list(rows.columns) == ["variant", *METRIC_COLUMNS]
+    flat = rows.set_index("variant").loc["flat"]
+    assert flat["mean_return"] == 0.0 and flat["turnover"] == 0.0
+    assert rows.set_index("variant").loc["zscore", "turnover"] > 0
+
+
+def test_per_beta_is_annealed_over_the_runs_own_gradient_steps():
+    config = RunConfig(variant="per", total_steps=30_000, learning_starts=1_000)
+    assert config.replay_kwargs()["beta_anneal_steps"] == 29_000
+    assert RunConfig(variant="uniform").replay_kwargs() == {}
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        (dict(variant="rank"), "variant"),
+        (dict(total_steps=0), "total_steps"),
+        (dict(total_steps=100, learning_starts=100), "learning_starts"),
+        (dict(alpha=-1.0), "alpha"),
+        (dict(beta_start=2.0), "beta_start"),
+        (dict(eval_episodes=0), "eval_episodes"),
+    ],
+)
+def test_run_config_rejects_bad_settings(fields, message):
+    with pytest.raises(ValueError, match=message):
+        RunConfig(**fields)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--replay", "rank"], "--replay"),
+        (["--alpha", "-1"], "alpha must be"),
+        (["--total-steps", "0"], "total_steps must be"),
+        (["--total-steps", "ten"], "--total-steps"),
+        (["--env-kwargs", "[1, 2]"], "JSON object"),
+        (["--env-kwargs", "{bad"], "not valid JSON"),
+        (["--total-steps", "100", "--learning-starts", "500"], "learning_starts"),
+    ],
+)
+def test_train_cli_rejects_bad_arguments_with_a_clear_message(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        train_main(argv)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_train_cli_runs_one_evaluated_run_and_writes_its_files(tmp_path):
+    directory = train_main(["--replay", "per", "--seed", "3", "--out", str(tmp_path), "--no-progress-bar", *TINY])
+    assert directory == tmp_path / "per_s3"
+    names = {path.name for path in directory.iterdir()}
+    assert {"config.json", "progress.csv", "evaluations.csv", "model.zip"} <= names
+    assert any(name.startswith("events.out.tfevents") for name in names)
+    assert json.loads((directory / "config.json").read_text())["seed"] == 3
+    evaluations = pd.read_csv(directory / "evaluations.csv")
+    assert list(evaluations["step"]) == [0, 200, 400]
+    assert (evaluations["n_episodes"] == 3).all()
+    progress = pd.read_csv(directory / "progress.csv")
+    assert "train/per_beta" in progress.columns and "eval/mean_return" in progress.columns
+
+
+def test_quick_comparison_end_to_end_then_resumes_without_rerunning(tmp_path):
+    argv = ["--quick", "--out", str(tmp_path), "--workers", "2", "--no-progress-bar", *TINY]
+    result = compare_main(argv)
+    assert result["failures"] == {}
+    for name in ("evaluations.csv", "baselines.csv", "summary.md", "learning_curves.png", "regime_returns.png"):
+        assert (tmp_path / name).stat().st_size > 0
+    for name in ("learning_curves.png", "regime_returns.png"):
+        assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    evaluations = pd.read_csv(tmp_path / "evaluations.csv")
+    assert set(zip(evaluations["variant"], evaluations["seed"], strict=True)) == {
+        (variant, seed) for variant in ("uniform", "per") for seed in (0, 1)
+    }
+    assert np.isfinite(evaluations[list(METRIC_COLUMNS)].to_numpy()).all()
+    baselines = pd.read_csv(tmp_path / "baselines.csv")
+    assert set(baselines["variant"]) == {"zscore", "flat"}
+
+    summary = (tmp_path / "summary.md").read_text()
+    finals = evaluations.sort_values("step").groupby("run").tail(1)
+    for variant in ("uniform", "per"):
+        row = re.search(rf"^\| {variant} \| 2 \| ([+-]\d+\.\d+) ", summary, re.MULTILINE)
+        assert row is not None, summary
+        assert float(row.group(1)) == pytest.approx(iqm(finals[finals["variant"] == variant]["mean_return"]), abs=5e-4)
+
+    configs = plan_runs(RunConfig(), ["uniform", "per"], [0, 1])
+    models = {c.run_name: run_dir(tmp_path, c) / "model.zip" for c in configs}
+    written = {name: path.stat().st_mtime_ns for name, path in models.items()}
+    compare_main(argv)
+    assert {name: path.stat().st_mtime_ns for name, path in models.items()} == written
+    assert pd.read_csv(tmp_path / "evaluations.csv").equals(evaluations)
+
+
+def test_a_finished_run_with_other_settings_is_refused(tmp_path):
+    config = RunConfig(variant="per", seed=0)
+    directory = run_dir(tmp_path, config)
+    directory.mkdir(parents=True)
+    (directory / "config.json").write_text(RunConfig(variant="per", seed=0, alpha=0.9).to_json())
+    with pytest.raises(ValueError, match="other settings"):
+        is_finished(tmp_path, config)
