@@ -56,7 +56,10 @@ class PrioritizedReplayBuffer(ReplayBuffer):
       ``beta_anneal_steps`` calls to ``sample``.
     - ``update_priorities(indices, td_errors)`` sets priority ``(|td_error| + epsilon) ** alpha``. An
       update for a transition that ``add`` has overwritten since it was sampled is skipped: its error
-      belongs to data that is gone (ray #6534).
+      belongs to data that is gone (ray #6534). The check keeps one write count per slot, taken at the
+      slot's latest sample: an update from an older batch whose slot has been overwritten *and sampled
+      again* since is not recognised as stale. Updating right after each sample, as ``sb3_per.SAC``
+      does, never meets that case.
 
     An algorithm must call ``update_priorities`` after its gradient steps (``sb3_per.SAC`` does);
     with one that never does, every transition keeps its entry priority and the buffer warns.
@@ -100,6 +103,11 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         weight_normalization: str = "buffer",
     ):
         check_per_parameters(alpha, beta_start, beta_end, beta_anneal_steps, epsilon, weight_normalization)
+        if isinstance(observation_space, spaces.Dict):
+            raise ValueError(
+                "PrioritizedReplayBuffer does not support Dict observation spaces yet (observation_space is a "
+                "Dict): use a Box observation space, or SB3's DictReplayBuffer without prioritization"
+            )
         super().__init__(
             buffer_size,
             observation_space,
@@ -283,6 +291,8 @@ class PrioritizedReplayBuffer(ReplayBuffer):
             raise ValueError(f"td_errors must be finite and give finite priorities, got {bad}")
         stamps = self._write_count_at_sample[leaves]
         fresh = (stamps == self._write_count[leaves]) | (stamps < 0)
+        if self.optimize_memory_usage and self.full:
+            fresh &= leaves // self.n_envs != self.pos  # the slot whose next observation is gone stays at zero
         if not fresh.all():
             leaves, priorities = leaves[fresh], priorities[fresh]
         if leaves.size:
@@ -321,5 +331,10 @@ def check_per_parameters(
         raise ValueError(f"beta_anneal_steps must be a positive integer, got {beta_anneal_steps!r}")
     if not (np.isfinite(epsilon) and epsilon > 0):
         raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}")
+    if float(epsilon) ** float(alpha) == 0.0:
+        raise ValueError(
+            f"epsilon ** alpha underflows to 0 (epsilon={epsilon!r}, alpha={alpha!r}), so a transition could get "
+            "priority 0 and never be sampled again: raise epsilon or lower alpha"
+        )
     if weight_normalization not in WEIGHT_NORMALIZATIONS:
         raise ValueError(f"weight_normalization must be one of {WEIGHT_NORMALIZATIONS}, got {weight_normalization!r}")

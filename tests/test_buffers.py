@@ -56,6 +56,7 @@ def leaf_priorities(buffer: PrioritizedReplayBuffer) -> np.ndarray:
         ({"beta_anneal_steps": 2.5}, "beta_anneal_steps"),
         ({"epsilon": 0.0}, "epsilon"),
         ({"weight_normalization": "global"}, "weight_normalization"),
+        ({"alpha": 60.0, "epsilon": 1e-6}, "underflows"),
     ],
 )
 def test_bad_parameters_raise_a_value_error_naming_them(kwargs, name):
@@ -369,3 +370,17 @@ def test_an_empty_update_changes_nothing():
     add_steps(buffer, 10)
     buffer.update_priorities(np.array([], dtype=np.int64), np.array([]))
     np.testing.assert_array_equal(leaf_priorities(buffer), 1.0)
+
+
+def test_dict_observation_spaces_are_refused_with_a_clear_error():
+    space = spaces.Dict({"a": OBS_SPACE})
+    with pytest.raises(ValueError, match="Dict observation spaces"):
+        PrioritizedReplayBuffer(10, space, ACTION_SPACE)
+
+
+def test_an_update_cannot_revive_the_invalid_slot_of_optimize_memory_usage():
+    buffer = make_buffer(buffer_size=4, optimize_memory_usage=True, handle_timeout_termination=False)
+    add_steps(buffer, 5)  # full, pos = 1: slot 1's next observation has been overwritten
+    buffer.update_priorities(np.arange(4), np.full(4, 5.0))
+    assert leaf_priorities(buffer)[buffer.pos] == 0.0
+    assert (np.delete(leaf_priorities(buffer), buffer.pos) > 1.0).all()
