@@ -1,8 +1,21 @@
 """Prioritized Experience Replay for Stable-Baselines3."""
 
 from sb3_per.buffers import PrioritizedReplayBuffer, PrioritizedReplayBufferSamples
+from sb3_per.ddpg import DDPG
+from sb3_per.dqn import DQN
+from sb3_per.per_algorithm import PrioritizedReplayMixin
 from sb3_per.sac import SAC
 from sb3_per.sum_tree import SumTree
+from sb3_per.td3 import TD3
 
-__all__ = ["SAC", "PrioritizedReplayBuffer", "PrioritizedReplayBufferSamples", "SumTree"]
+__all__ = [
+    "DDPG",
+    "DQN",
+    "SAC",
+    "TD3",
+    "PrioritizedReplayBuffer",
+    "PrioritizedReplayBufferSamples",
+    "PrioritizedReplayMixin",
+    "SumTree",
+]
 __version__ = "0.1.0"

@@ -221,7 +221,8 @@ class PrioritizedReplayBuffer(ReplayBuffer):
             warnings.warn(
                 f"PrioritizedReplayBuffer has been sampled {self.n_sample_calls} times but its priorities were "
                 "never updated, so it samples uniformly among what was added and PER does nothing. Use an "
-                "algorithm that calls `update_priorities` after each gradient step, such as `sb3_per.SAC`.",
+                "algorithm that calls `update_priorities` after each gradient step: `sb3_per.SAC`, `sb3_per.TD3`, "
+                "`sb3_per.DDPG` or `sb3_per.DQN`.",
                 UserWarning,
                 stacklevel=3,
             )

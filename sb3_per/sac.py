@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -15,50 +14,19 @@ from stable_baselines3.common.utils import polyak_update
 from stable_baselines3.sac.policies import SACPolicy
 
 from sb3_per.buffers import PrioritizedReplayBuffer
+from sb3_per.per_algorithm import (
+    TD_ERROR_REDUCTIONS,
+    PrioritizedReplayMixin,
+    check_td_error_reduction,
+    td_errors_for_priorities,
+    weighted_critic_loss,
+)
 
-TD_ERROR_REDUCTIONS = ("mean", "max")
-
-
-def weighted_critic_loss(
-    current_q_values: Sequence[th.Tensor], target_q_values: th.Tensor, weights: th.Tensor
-) -> th.Tensor:
-    """
-    Importance-sampling weighted critic loss: ``0.5 * sum_i mean(w * (Q_i - y) ** 2)`` over the critics.
-
-    With all weights equal to one this is SB3's ``0.5 * sum_i F.mse_loss(Q_i, y)``.
-
-    :param current_q_values: each critic's Q-values for the sampled (observation, action) pairs,
-        tensors of shape (batch_size, 1)
-    :param target_q_values: the TD targets ``y``, shape (batch_size, 1), without gradient
-    :param weights: importance-sampling weights, one per sample (shape (batch_size, 1) or (batch_size,))
-    :return: the scalar loss
-    """
-    errors = th.cat(tuple(current_q_values), dim=1) - target_q_values  # (batch_size, n_critics)
-    # 0.5 * the sum over critics of a mean over the batch = 0.5 * n_critics * one mean over both
-    # (one fused expression: half the autograd nodes of a per-critic loop)
-    return (0.5 * errors.shape[1]) * (weights.view_as(target_q_values) * errors.square()).mean()
+# re-exported: they were defined here before they were shared with TD3, DDPG and DQN
+__all__ = ["SAC", "TD_ERROR_REDUCTIONS", "td_errors_for_priorities", "weighted_critic_loss"]
 
 
-def td_errors_for_priorities(
-    current_q_values: Sequence[th.Tensor], target_q_values: th.Tensor, reduction: str = "mean"
-) -> th.Tensor:
-    """
-    One absolute TD error per sample, to set the replay priorities from (detached from the graph).
-
-    :param current_q_values: each critic's Q-values, tensors of shape (batch_size, 1)
-    :param target_q_values: the TD targets, shape (batch_size, 1)
-    :param reduction: how the critics' errors are combined: ``"mean"`` of ``|Q_i - y|`` (absolute values
-        are taken first, so errors of opposite sign do not cancel) or ``"max"`` of ``|Q_i - y|`` (as LAP does)
-    :return: tensor of shape (batch_size,), on the critics' device
-    """
-    if reduction not in TD_ERROR_REDUCTIONS:
-        raise ValueError(f"td_error_reduction must be one of {TD_ERROR_REDUCTIONS}, got {reduction!r}")
-    with th.no_grad():
-        abs_errors = (th.cat(tuple(current_q_values), dim=1) - target_q_values).abs_()  # (batch_size, n_critics)
-        return abs_errors.mean(dim=1) if reduction == "mean" else abs_errors.amax(dim=1)
-
-
-class SAC(stable_baselines3.SAC):
+class SAC(PrioritizedReplayMixin, stable_baselines3.SAC):
     """
     Soft Actor-Critic (SAC) that makes use of a ``PrioritizedReplayBuffer``: a drop-in subclass of
     ``stable_baselines3.SAC``.
@@ -163,9 +131,7 @@ class SAC(stable_baselines3.SAC):
         td_error_reduction: str = "mean",
         _init_setup_model: bool = True,
     ):
-        if td_error_reduction not in TD_ERROR_REDUCTIONS:
-            raise ValueError(f"td_error_reduction must be one of {TD_ERROR_REDUCTIONS}, got {td_error_reduction!r}")
-        self.td_error_reduction = td_error_reduction
+        self.td_error_reduction = check_td_error_reduction(td_error_reduction)
         super().__init__(
             policy,
             env,
@@ -196,13 +162,6 @@ class SAC(stable_baselines3.SAC):
             device=device,
             _init_setup_model=_init_setup_model,
         )
-
-    def train(self, gradient_steps: int, batch_size: int = 64) -> None:
-        if isinstance(self.replay_buffer, PrioritizedReplayBuffer):
-            self._train_prioritized(self.replay_buffer, gradient_steps, batch_size)
-        else:
-            # Uniform replay: SB3's own `train`, so results are bit-identical and PER costs nothing.
-            super().train(gradient_steps, batch_size)
 
     def _train_prioritized(self, buffer: PrioritizedReplayBuffer, gradient_steps: int, batch_size: int) -> None:
         """
@@ -304,38 +263,3 @@ class SAC(stable_baselines3.SAC):
         if len(ent_coef_losses) > 0:
             self.logger.record("train/ent_coef_loss", np.mean(ent_coef_losses))
         self._record_per_stats(buffer, first_beta, sampled_weights)  # PER
-
-    def _write_back_priorities(
-        self,
-        buffer: PrioritizedReplayBuffer,
-        indices: np.ndarray,
-        current_q_values: Sequence[th.Tensor],
-        target_q_values: th.Tensor,
-    ) -> None:
-        """
-        Set the priorities of the sampled transitions from their TD errors (combined over the critics
-        as ``td_error_reduction`` says), computed from the Q-values of the forward pass that gave the loss.
-
-        :param buffer: the prioritized buffer the batch came from
-        :param indices: the batch's flat indices in the buffer
-        :param current_q_values: each critic's Q-values for the batch
-        :param target_q_values: the batch's TD targets
-        """
-        td_errors = td_errors_for_priorities(current_q_values, target_q_values, self.td_error_reduction)
-        buffer.update_priorities(indices, td_errors)
-
-    def _record_per_stats(
-        self, buffer: PrioritizedReplayBuffer, first_beta: float, sampled_weights: list[th.Tensor]
-    ) -> None:
-        """
-        Log the prioritized-replay statistics of one training call (one device sync for all of them).
-
-        :param buffer: the prioritized buffer
-        :param first_beta: the IS exponent of the call's first batch
-        :param sampled_weights: the IS weights of each batch of the call
-        """
-        self.logger.record("train/per_beta", first_beta)
-        if sampled_weights:
-            self.logger.record("train/per_weight_mean", th.cat(sampled_weights).mean().item())
-        self.logger.record("train/per_priority_mean", buffer.mean_priority)
-        self.logger.record("train/per_priority_max", buffer.max_priority)

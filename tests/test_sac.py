@@ -17,6 +17,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import HumanOutputFormat, KVWriter, Logger
 from torch.nn import functional as F
 
+import sb3_per.per_algorithm as per_algorithm
 import sb3_per.sac as sac_module
 from sb3_per import SAC, PrioritizedReplayBuffer
 from sb3_per.sac import td_errors_for_priorities, weighted_critic_loss
@@ -207,8 +208,8 @@ def test_matches_stable_baselines3_sac_with_a_uniform_buffer(monkeypatch, n_step
     def must_not_run(*args, **kwargs):
         raise AssertionError("PER work done with a uniform buffer")
 
-    for name in ("weighted_critic_loss", "td_errors_for_priorities"):
-        monkeypatch.setattr(sac_module, name, must_not_run)
+    for module, name in [(sac_module, "weighted_critic_loss"), (per_algorithm, "td_errors_for_priorities")]:
+        monkeypatch.setattr(module, name, must_not_run)
     model = SAC("MlpPolicy", ENV_ID, **settings).learn(250)
 
     assert type(model.replay_buffer) is type(reference.replay_buffer)

@@ -1,0 +1,150 @@
+"""DQN with prioritized experience replay: an IS-weighted Huber loss and priority write-back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import stable_baselines3
+import torch as th
+from stable_baselines3.common.buffers import ReplayBuffer
+from stable_baselines3.common.type_aliases import GymEnv, Schedule
+from stable_baselines3.dqn.policies import DQNPolicy
+
+from sb3_per.buffers import PrioritizedReplayBuffer
+from sb3_per.per_algorithm import PrioritizedReplayMixin, weighted_huber_loss
+
+
+class DQN(PrioritizedReplayMixin, stable_baselines3.DQN):
+    """
+    Deep Q-Network (DQN) that makes use of a ``PrioritizedReplayBuffer``: a drop-in subclass of
+    ``stable_baselines3.DQN``, with the same parameters.
+
+    With a ``PrioritizedReplayBuffer`` (``replay_buffer_class=PrioritizedReplayBuffer``, with its options
+    ``alpha``, ``beta_start``, ... in ``replay_buffer_kwargs``), each gradient step
+
+    - weights SB3's Huber loss per sample by the sampled importance-sampling weights ``w``:
+      ``mean(w * smooth_l1(Q, y))`` (SB3's ``F.smooth_l1_loss(Q, y)`` when all ``w`` are one), and
+    - after the optimizer step, writes back the priorities of the sampled transitions from the TD errors
+      ``|Q - y|`` of that same forward pass.
+
+    Gradient clipping, the exploration schedule and the target-network updates are SB3's. Each training call
+    also logs ``train/per_beta``, ``train/per_weight_mean``, ``train/per_priority_mean`` and
+    ``train/per_priority_max``, as ``sb3_per.SAC`` does.
+
+    With any other replay buffer it is exactly ``stable_baselines3.DQN``: its ``train`` runs unchanged.
+    """
+
+    def __init__(
+        self,
+        policy: str | type[DQNPolicy],
+        env: GymEnv | str,
+        learning_rate: float | Schedule = 1e-4,
+        buffer_size: int = 1_000_000,
+        learning_starts: int = 100,
+        batch_size: int = 32,
+        tau: float = 1.0,
+        gamma: float = 0.99,
+        train_freq: int | tuple[int, str] = 4,
+        gradient_steps: int = 1,
+        replay_buffer_class: type[ReplayBuffer] | None = None,
+        replay_buffer_kwargs: dict[str, Any] | None = None,
+        optimize_memory_usage: bool = False,
+        n_steps: int = 1,
+        target_update_interval: int = 10000,
+        exploration_fraction: float = 0.1,
+        exploration_initial_eps: float = 1.0,
+        exploration_final_eps: float = 0.05,
+        max_grad_norm: float = 10,
+        stats_window_size: int = 100,
+        tensorboard_log: str | None = None,
+        policy_kwargs: dict[str, Any] | None = None,
+        verbose: int = 0,
+        seed: int | None = None,
+        device: th.device | str = "auto",
+        _init_setup_model: bool = True,
+    ) -> None:
+        super().__init__(
+            policy,
+            env,
+            learning_rate=learning_rate,
+            buffer_size=buffer_size,
+            learning_starts=learning_starts,
+            batch_size=batch_size,
+            tau=tau,
+            gamma=gamma,
+            train_freq=train_freq,
+            gradient_steps=gradient_steps,
+            replay_buffer_class=replay_buffer_class,
+            replay_buffer_kwargs=replay_buffer_kwargs,
+            optimize_memory_usage=optimize_memory_usage,
+            n_steps=n_steps,
+            target_update_interval=target_update_interval,
+            exploration_fraction=exploration_fraction,
+            exploration_initial_eps=exploration_initial_eps,
+            exploration_final_eps=exploration_final_eps,
+            max_grad_norm=max_grad_norm,
+            stats_window_size=stats_window_size,
+            tensorboard_log=tensorboard_log,
+            policy_kwargs=policy_kwargs,
+            verbose=verbose,
+            seed=seed,
+            device=device,
+            _init_setup_model=_init_setup_model,
+        )
+
+    def _train_prioritized(self, buffer: PrioritizedReplayBuffer, gradient_steps: int, batch_size: int) -> None:
+        """
+        SB3's ``DQN.train`` (as of stable-baselines3 2.9), with the three changes marked ``PER:``: the Huber
+        loss is IS-weighted, the priorities are written back after the optimizer step, and PER stats are logged.
+        """
+        # Switch to train mode (this affects batch norm / dropout)
+        self.policy.set_training_mode(True)
+        # Update learning rate according to schedule
+        self._update_learning_rate(self.policy.optimizer)
+
+        losses = []
+        first_beta, sampled_weights = buffer.beta, []  # PER: for the logger
+        for _ in range(gradient_steps):
+            # Sample replay buffer
+            replay_data = buffer.sample(batch_size, env=self._vec_normalize_env)
+            # For n-step replay, discount factor is gamma**n_steps (when no early termination)
+            discounts = replay_data.discounts if replay_data.discounts is not None else self.gamma
+
+            with th.no_grad():
+                # Compute the next Q-values using the target network
+                next_q_values = self.q_net_target(replay_data.next_observations)
+                # Follow greedy policy: use the one with the highest value
+                next_q_values, _ = next_q_values.max(dim=1)
+                # Avoid potential broadcast issue
+                next_q_values = next_q_values.reshape(-1, 1)
+                # 1-step TD target
+                target_q_values = replay_data.rewards + (1 - replay_data.dones) * discounts * next_q_values
+
+            # Get current Q-values estimates
+            current_q_values = self.q_net(replay_data.observations)
+
+            # Retrieve the q-values for the actions from the replay buffer
+            current_q_values = th.gather(current_q_values, dim=1, index=replay_data.actions.long())
+
+            # PER: importance-sampling weighted Huber loss (less sensitive to outliers)
+            loss = weighted_huber_loss(current_q_values, target_q_values, replay_data.weights)
+            losses.append(loss.item())
+
+            # Optimize the policy
+            self.policy.optimizer.zero_grad()
+            loss.backward()
+            # Clip gradient norm
+            th.nn.utils.clip_grad_norm_(self.policy.parameters(), self.max_grad_norm)
+            self.policy.optimizer.step()
+
+            # PER: new priorities from this forward pass's TD errors
+            self._write_back_priorities(buffer, replay_data.indices, (current_q_values,), target_q_values)
+            sampled_weights.append(replay_data.weights)
+
+        # Increase update counter
+        self._n_updates += gradient_steps
+
+        self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
+        self.logger.record("train/loss", np.mean(losses))
+        self._record_per_stats(buffer, first_beta, sampled_weights)  # PER

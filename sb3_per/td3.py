@@ -1,0 +1,175 @@
+"""TD3 with prioritized experience replay: an IS-weighted twin-critic loss and priority write-back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import stable_baselines3
+import torch as th
+from stable_baselines3.common.buffers import ReplayBuffer
+from stable_baselines3.common.noise import ActionNoise
+from stable_baselines3.common.type_aliases import GymEnv, Schedule
+from stable_baselines3.common.utils import polyak_update
+from stable_baselines3.td3.policies import TD3Policy
+
+from sb3_per.buffers import PrioritizedReplayBuffer
+from sb3_per.per_algorithm import PrioritizedReplayMixin, check_td_error_reduction, weighted_critic_loss
+
+
+class TD3(PrioritizedReplayMixin, stable_baselines3.TD3):
+    """
+    Twin Delayed DDPG (TD3) that makes use of a ``PrioritizedReplayBuffer``: a drop-in subclass of
+    ``stable_baselines3.TD3``.
+
+    With a ``PrioritizedReplayBuffer`` (``replay_buffer_class=PrioritizedReplayBuffer``), each gradient step
+
+    - weights the critic loss by the sampled importance-sampling weights ``w``:
+      ``sum_i mean(w * (Q_i - y) ** 2)`` (SB3's ``sum_i F.mse_loss(Q_i, y)`` when all ``w`` are one;
+      the delayed actor loss is unchanged), and
+    - after the critics' optimizer step (every step, not only every ``policy_delay``), writes back the
+      priorities of the sampled transitions from the TD errors of that same forward pass, combined over
+      the critics as ``td_error_reduction`` says.
+
+    Each training call also logs ``train/per_beta``, ``train/per_weight_mean``, ``train/per_priority_mean``
+    and ``train/per_priority_max``, as ``sb3_per.SAC`` does.
+
+    With any other replay buffer it is exactly ``stable_baselines3.TD3``: its ``train`` runs unchanged.
+
+    The parameters are those of ``stable_baselines3.TD3`` (``replay_buffer_class=PrioritizedReplayBuffer`` for
+    prioritized replay, with its options ``alpha``, ``beta_start``, ... in ``replay_buffer_kwargs``), plus:
+
+    :param td_error_reduction: How the twin critics' TD errors become one priority signal per transition:
+        ``"mean"`` (default) of ``|Q_i - y|`` over the critics, or ``"max"`` of ``|Q_i - y|`` (as LAP,
+        Fujimoto et al. 2020, does). Only used with a ``PrioritizedReplayBuffer``.
+    """
+
+    def __init__(
+        self,
+        policy: str | type[TD3Policy],
+        env: GymEnv | str,
+        learning_rate: float | Schedule = 1e-3,
+        buffer_size: int = 1_000_000,
+        learning_starts: int = 100,
+        batch_size: int = 256,
+        tau: float = 0.005,
+        gamma: float = 0.99,
+        train_freq: int | tuple[int, str] = 1,
+        gradient_steps: int = 1,
+        action_noise: ActionNoise | None = None,
+        replay_buffer_class: type[ReplayBuffer] | None = None,
+        replay_buffer_kwargs: dict[str, Any] | None = None,
+        optimize_memory_usage: bool = False,
+        n_steps: int = 1,
+        policy_delay: int = 2,
+        target_policy_noise: float = 0.2,
+        target_noise_clip: float = 0.5,
+        stats_window_size: int = 100,
+        tensorboard_log: str | None = None,
+        policy_kwargs: dict[str, Any] | None = None,
+        verbose: int = 0,
+        seed: int | None = None,
+        device: th.device | str = "auto",
+        td_error_reduction: str = "mean",
+        _init_setup_model: bool = True,
+    ):
+        self.td_error_reduction = check_td_error_reduction(td_error_reduction)
+        super().__init__(
+            policy,
+            env,
+            learning_rate=learning_rate,
+            buffer_size=buffer_size,
+            learning_starts=learning_starts,
+            batch_size=batch_size,
+            tau=tau,
+            gamma=gamma,
+            train_freq=train_freq,
+            gradient_steps=gradient_steps,
+            action_noise=action_noise,
+            replay_buffer_class=replay_buffer_class,
+            replay_buffer_kwargs=replay_buffer_kwargs,
+            optimize_memory_usage=optimize_memory_usage,
+            n_steps=n_steps,
+            policy_delay=policy_delay,
+            target_policy_noise=target_policy_noise,
+            target_noise_clip=target_noise_clip,
+            stats_window_size=stats_window_size,
+            tensorboard_log=tensorboard_log,
+            policy_kwargs=policy_kwargs,
+            verbose=verbose,
+            seed=seed,
+            device=device,
+            _init_setup_model=_init_setup_model,
+        )
+
+    def _train_prioritized(self, buffer: PrioritizedReplayBuffer, gradient_steps: int, batch_size: int) -> None:
+        """
+        SB3's ``TD3.train`` (as of stable-baselines3 2.9), with the three changes marked ``PER:``: the critic
+        loss is IS-weighted, the priorities are written back after the critic step, and PER stats are logged.
+        """
+        # Switch to train mode (this affects batch norm / dropout)
+        self.policy.set_training_mode(True)
+
+        # Update learning rate according to lr schedule
+        self._update_learning_rate([self.actor.optimizer, self.critic.optimizer])
+
+        actor_losses, critic_losses = [], []
+        first_beta, sampled_weights = buffer.beta, []  # PER: for the logger
+        for _ in range(gradient_steps):
+            self._n_updates += 1
+            # Sample replay buffer
+            replay_data = buffer.sample(batch_size, env=self._vec_normalize_env)
+            # For n-step replay, discount factor is gamma**n_steps (when no early termination)
+            discounts = replay_data.discounts if replay_data.discounts is not None else self.gamma
+
+            with th.no_grad():
+                # Select action according to policy and add clipped noise
+                noise = replay_data.actions.clone().data.normal_(0, self.target_policy_noise)
+                noise = noise.clamp(-self.target_noise_clip, self.target_noise_clip)
+                next_actions = (self.actor_target(replay_data.next_observations) + noise).clamp(-1, 1)
+
+                # Compute the next Q-values: min over all critics targets
+                next_q_values = th.cat(self.critic_target(replay_data.next_observations, next_actions), dim=1)
+                next_q_values, _ = th.min(next_q_values, dim=1, keepdim=True)
+                target_q_values = replay_data.rewards + (1 - replay_data.dones) * discounts * next_q_values
+
+            # Get current Q-values estimates for each critic network
+            current_q_values = self.critic(replay_data.observations, replay_data.actions)
+
+            # PER: importance-sampling weighted critic loss (SB3's sum of MSEs when all weights are one)
+            critic_loss = weighted_critic_loss(current_q_values, target_q_values, replay_data.weights, scale=1.0)
+            critic_losses.append(critic_loss.item())
+
+            # Optimize the critics
+            self.critic.optimizer.zero_grad()
+            critic_loss.backward()
+            self.critic.optimizer.step()
+
+            # PER: new priorities from this forward pass's TD errors
+            self._write_back_priorities(buffer, replay_data.indices, current_q_values, target_q_values)
+            sampled_weights.append(replay_data.weights)
+
+            # Delayed policy updates
+            if self._n_updates % self.policy_delay == 0:
+                # Compute actor loss
+                actor_loss = -self.critic.q1_forward(
+                    replay_data.observations, self.actor(replay_data.observations)
+                ).mean()
+                actor_losses.append(actor_loss.item())
+
+                # Optimize the actor
+                self.actor.optimizer.zero_grad()
+                actor_loss.backward()
+                self.actor.optimizer.step()
+
+                polyak_update(self.critic.parameters(), self.critic_target.parameters(), self.tau)
+                polyak_update(self.actor.parameters(), self.actor_target.parameters(), self.tau)
+                # Copy running stats, see GH issue #996
+                polyak_update(self.critic_batch_norm_stats, self.critic_batch_norm_stats_target, 1.0)
+                polyak_update(self.actor_batch_norm_stats, self.actor_batch_norm_stats_target, 1.0)
+
+        self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
+        if len(actor_losses) > 0:
+            self.logger.record("train/actor_loss", np.mean(actor_losses))
+        self.logger.record("train/critic_loss", np.mean(critic_losses))
+        self._record_per_stats(buffer, first_beta, sampled_weights)  # PER
