@@ -81,6 +81,11 @@ class PrioritizedReplayBuffer(ReplayBuffer):
     :param weight_normalization: ``"buffer"`` divides the weights by the largest weight any stored
         transition could get (from the minimum priority, as in the paper); ``"batch"`` by the largest
         weight in the sampled batch
+    :param n_steps: With ``n_steps > 1``, samples carry n-step returns and their ``discounts``, computed
+        as SB3's ``NStepReplayBuffer`` does (episode ends and timeouts cut the sum). SB3 ignores an
+        algorithm's ``n_steps`` when a custom ``replay_buffer_class`` is given: pass it here, through
+        ``replay_buffer_kwargs``
+    :param gamma: Discount factor of the n-step returns (use the algorithm's ``gamma``)
     """
 
     # `sample` calls without any `update_priorities` before the buffer warns that priorities are stale
@@ -101,8 +106,16 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         beta_anneal_steps: int = 200_000,
         epsilon: float = 1e-6,
         weight_normalization: str = "buffer",
+        n_steps: int = 1,
+        gamma: float = 0.99,
     ):
         check_per_parameters(alpha, beta_start, beta_end, beta_anneal_steps, epsilon, weight_normalization)
+        if int(n_steps) != n_steps or n_steps < 1:
+            raise ValueError(f"n_steps must be a positive integer, got {n_steps!r}")
+        if not 0.0 <= gamma <= 1.0:
+            raise ValueError(f"gamma must be in [0, 1], got {gamma!r}")
+        if n_steps > 1 and optimize_memory_usage:
+            raise ValueError("n_steps > 1 does not support optimize_memory_usage=True, as in SB3's NStepReplayBuffer")
         if isinstance(observation_space, spaces.Dict):
             raise ValueError(
                 "PrioritizedReplayBuffer does not support Dict observation spaces yet (observation_space is a "
@@ -123,6 +136,8 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         self.beta_anneal_steps = int(beta_anneal_steps)
         self.epsilon = float(epsilon)
         self.weight_normalization = weight_normalization
+        self.n_steps = int(n_steps)
+        self.gamma = float(gamma)
         self._init_priorities()
 
     def _init_priorities(self) -> None:
@@ -239,24 +254,67 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         # A leaf is `pos * n_envs + env`, so viewing (buffer_size, n_envs, ...) storage as
         # (buffer_size * n_envs, ...) makes each leaf a row. One `take` per array is about twice as fast
         # as SB3's two-index gather, and its result is a fresh array, so torch can adopt it uncopied.
-        observations = self._rows(self.observations, leaves)
-        if self.optimize_memory_usage:
-            next_leaves = (leaves + self.n_envs) % (self.buffer_size * self.n_envs)
-            next_observations = self._rows(self.observations, next_leaves)
+        if self.n_steps > 1:
+            next_observations, dones, rewards, discounts = self._n_step_targets(leaves, env)
         else:
-            next_observations = self._rows(self.next_observations, leaves)
-        # Only use dones that are not due to timeouts (SB3 issue #284)
-        dones = self._rows(self.dones, leaves) * (1 - self._rows(self.timeouts, leaves))
+            if self.optimize_memory_usage:
+                next_leaves = (leaves + self.n_envs) % (self.buffer_size * self.n_envs)
+                next_observations = self._rows(self.observations, next_leaves)
+            else:
+                next_observations = self._rows(self.next_observations, leaves)
+            # Only use dones that are not due to timeouts (SB3 issue #284)
+            dones = (self._rows(self.dones, leaves) * (1 - self._rows(self.timeouts, leaves))).reshape(-1, 1)
+            rewards = self._normalize_reward(self._rows(self.rewards, leaves).reshape(-1, 1), env)
+            discounts = None
         data = (
-            self._normalize_obs(observations, env),
+            self._normalize_obs(self._rows(self.observations, leaves), env),
             self._rows(self.actions, leaves),
             self._normalize_obs(next_observations, env),
-            dones.reshape(-1, 1),
-            self._normalize_reward(self._rows(self.rewards, leaves).reshape(-1, 1), env),
+            dones,
+            rewards,
             weights.astype(np.float32).reshape(-1, 1),
         )
         *transitions, weights_tensor = (self.to_torch(array, copy=False) for array in data)
-        return PrioritizedReplayBufferSamples(*transitions, discounts=None, weights=weights_tensor, indices=leaves)
+        return PrioritizedReplayBufferSamples(
+            *transitions,
+            discounts=None if discounts is None else self.to_torch(discounts, copy=False),
+            weights=weights_tensor,
+            indices=leaves,
+        )
+
+    def _n_step_targets(
+        self, leaves: np.ndarray, env: VecNormalize | None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """
+        Next observations, dones, n-step returns and bootstrap discounts of the transitions at ``leaves``,
+        computed as SB3's ``NStepReplayBuffer._get_samples`` does (same arithmetic, same dtypes), but for
+        the env each leaf belongs to rather than a random one.
+        """
+        batch_inds, env_inds = np.divmod(leaves, self.n_envs)
+        envs = env_inds[:, None]
+        # The newest transition may be followed by the oldest one in the ring: mark it as a truncation
+        # while sampling, so that no n-step sum runs across that seam (as SB3 does).
+        last_valid = self.pos - 1
+        saved_timeouts = self.timeouts[last_valid].copy()
+        self.timeouts[last_valid] = np.logical_or(saved_timeouts, np.logical_not(self.dones[last_valid]))
+        try:
+            steps = np.arange(self.n_steps).reshape(1, -1)
+            sequence = (batch_inds[:, None] + steps) % self.buffer_size
+            rewards = self._normalize_reward(self.rewards[sequence, envs], env)
+            ended = np.logical_or(self.dones[sequence, envs], self.timeouts[sequence, envs])
+            last_step = np.where(ended.any(axis=1), ended.argmax(axis=1), self.n_steps - 1)
+            mask = steps <= last_step[:, None]
+            discounts = self.gamma ** mask.sum(axis=1, keepdims=True).astype(np.float32)
+            returns = (rewards * self.gamma ** np.arange(self.n_steps, dtype=np.float32).reshape(1, -1) * mask).sum(
+                axis=1, keepdims=True
+            )
+            last = (batch_inds + last_step) % self.buffer_size
+            next_observations = self.next_observations[last, env_inds]
+            dones = self.dones[last, env_inds][:, None].astype(np.float32)
+            dones = dones * (1.0 - self.timeouts[last, env_inds][:, None].astype(np.float32))
+        finally:
+            self.timeouts[last_valid] = saved_timeouts
+        return next_observations, dones, returns, discounts
 
     def _rows(self, storage: np.ndarray, leaves: np.ndarray) -> np.ndarray:
         """Copy of the entries of ``storage`` (shape (buffer_size, n_envs, ...)) at flat ``leaves``."""

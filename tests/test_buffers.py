@@ -8,6 +8,7 @@ import stable_baselines3
 import torch as th
 from gymnasium import spaces
 from scipy import stats
+from stable_baselines3.common.buffers import NStepReplayBuffer
 from stable_baselines3.common.type_aliases import ReplayBufferSamples
 from stable_baselines3.common.utils import set_random_seed
 
@@ -384,3 +385,69 @@ def test_an_update_cannot_revive_the_invalid_slot_of_optimize_memory_usage():
     buffer.update_priorities(np.arange(4), np.full(4, 5.0))
     assert leaf_priorities(buffer)[buffer.pos] == 0.0
     assert (np.delete(leaf_priorities(buffer), buffer.pos) > 1.0).all()
+
+
+# --- n-step returns ------------------------------------------------------------------------------
+
+
+def add_random_episodes(buffers: list, n_envs: int, n_steps: int, seed: int) -> None:
+    """Add the same random transitions, with episode ends and timeouts, to every buffer."""
+    rng = np.random.default_rng(seed)
+    for _ in range(n_steps):
+        obs = rng.standard_normal((n_envs, 3)).astype(np.float32)
+        next_obs = rng.standard_normal((n_envs, 3)).astype(np.float32)
+        action = rng.uniform(-1, 1, (n_envs, 1)).astype(np.float32)
+        reward = rng.standard_normal(n_envs).astype(np.float32)
+        done = rng.random(n_envs) < 0.2
+        infos = [{"TimeLimit.truncated": bool(d and rng.random() < 0.4)} for d in done]
+        for buffer in buffers:
+            buffer.add(obs, next_obs, action, reward, done, infos)
+
+
+@pytest.mark.parametrize("n_envs", [1, 3])
+@pytest.mark.parametrize("n_added", [7, 20, 33])  # partly filled, just full, wrapped around
+def test_n_step_samples_equal_sb3_n_step_buffer_on_the_same_data(n_envs, n_added):
+    kwargs = dict(n_envs=n_envs, n_steps=3, gamma=0.9)
+    ours = PrioritizedReplayBuffer(20 * n_envs, OBS_SPACE, ACTION_SPACE, device="cpu", **kwargs)
+    theirs = NStepReplayBuffer(20 * n_envs, OBS_SPACE, ACTION_SPACE, device="cpu", **kwargs)
+    add_random_episodes([ours, theirs], n_envs, n_added, seed=n_added)
+    batch_inds = np.arange(ours.size())
+    # SB3 draws an env per sample from the global generator: draw the same ones for our leaves.
+    set_random_seed(0)
+    env_inds = np.random.randint(0, n_envs, size=batch_inds.shape)  # noqa: NPY002
+    set_random_seed(0)
+    expected = theirs._get_samples(batch_inds)
+    got = ours._get_prioritized_samples(batch_inds * n_envs + env_inds, np.ones(len(batch_inds)), None)
+    for field in ReplayBufferSamples._fields:
+        assert th.equal(getattr(got, field), getattr(expected, field)), field
+    assert (got.discounts.numpy() < 0.9**3 + 1e-6).sum() > 0  # some sums were cut by an episode end
+
+
+def test_n_step_buffer_parameters_are_checked():
+    with pytest.raises(ValueError, match="n_steps"):
+        make_buffer(n_steps=0)
+    with pytest.raises(ValueError, match="gamma"):
+        make_buffer(n_steps=3, gamma=1.5)
+    with pytest.raises(ValueError, match="optimize_memory_usage"):
+        make_buffer(n_steps=3, optimize_memory_usage=True, handle_timeout_termination=False)
+
+
+def test_sb3_per_sac_trains_on_n_step_prioritized_samples():
+    from sb3_per import SAC
+
+    model = SAC(
+        "MlpPolicy",
+        "Pendulum-v1",
+        replay_buffer_class=PrioritizedReplayBuffer,
+        replay_buffer_kwargs=dict(n_steps=3, gamma=0.99),
+        learning_starts=50,
+        batch_size=32,
+        policy_kwargs=dict(net_arch=[16, 16]),
+        seed=0,
+    ).learn(150)
+    samples = model.replay_buffer.sample(32)
+    # No episode ends within 150 steps; only the newest transitions' sums are cut, at the ring's seam.
+    discounts = samples.discounts.numpy().ravel()
+    assert np.isin(discounts, np.float32([0.99, 0.99**2, 0.99**3])).all()
+    assert (discounts == np.float32(0.99**3)).mean() > 0.5
+    assert model.replay_buffer.n_priority_updates == 100
