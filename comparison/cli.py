@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
+
 from comparison.experiment import REPLAY_CLASSES, RunConfig, configure_torch_threads, train_run
 from comparison.runner import PRESETS, plan_runs, run_comparison
 
@@ -46,10 +48,10 @@ def json_object(text: str) -> dict[str, Any]:
     return value
 
 
-def _add_run_options(parser: argparse.ArgumentParser) -> None:
+def _add_run_options(parser: argparse.ArgumentParser, defaults_from_preset: bool) -> None:
     group = parser.add_argument_group("run settings")
     for flag, name, kind, text in _RUN_OPTIONS:
-        default = getattr(_DEFAULTS, name)
+        default = "the preset's" if defaults_from_preset else getattr(_DEFAULTS, name)
         group.add_argument(flag, dest=name, type=kind, default=None, help=f"{text} (default: {default})")
     group.add_argument(
         "--env-kwargs", dest="env_kwargs", type=json_object, default=None, help="env keyword arguments as JSON"
@@ -65,10 +67,13 @@ def _given_run_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _config(parser: argparse.ArgumentParser, **fields: Any) -> RunConfig:
+    """The run's config, or a usage error naming what is wrong (env kwargs included, tried on the env)."""
     try:
-        return RunConfig(**fields)
-    except (TypeError, ValueError) as error:
-        parser.error(str(error))
+        config = RunConfig(**fields)
+        gym.make(config.env_id, **config.env_kwargs).close()
+    except Exception as error:  # the env's own errors for bad kwargs are ValueError, TypeError, ...
+        parser.error(f"{type(error).__name__}: {error}")
+    return config
 
 
 def train_parser() -> argparse.ArgumentParser:
@@ -82,7 +87,7 @@ def train_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=0, help="training seed")
     parser.add_argument("--out", type=Path, default=Path("runs"), help="output directory (a run folder inside)")
     parser.add_argument("--no-progress-bar", action="store_true", help="hide SB3's progress bar")
-    _add_run_options(parser)
+    _add_run_options(parser, defaults_from_preset=False)
     return parser
 
 
@@ -107,8 +112,9 @@ def compare_parser() -> argparse.ArgumentParser:
         prog="compare.py",
         description="Compare PER-SAC with uniform SAC over seeds on the pairs-trading env, next to the z-score "
         "and flat baselines; writes evaluations.csv, baselines.csv, summary.md and PNG plots. Resumable: "
-        "finished runs in --out are not rerun. Presets: "
-        + "; ".join(f"{name}: {p.n_seeds} seeds, {p.overrides['total_steps']} steps" for name, p in PRESETS.items()),
+        "finished runs in --out are not rerun. Presets (seeds per variant, then the settings each sets over "
+        f"the defaults {dataclasses.asdict(_DEFAULTS)}): "
+        + "; ".join(f"{name}: {p.n_seeds} seeds, {p.overrides}" for name, p in PRESETS.items()),
     )
     size = parser.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_const", dest="preset", const="quick", help="smoke run (< 1 min)")
@@ -119,9 +125,11 @@ def compare_parser() -> argparse.ArgumentParser:
         "--variants", nargs="+", choices=sorted(REPLAY_CLASSES), default=["uniform", "per"], help="replay variants"
     )
     parser.add_argument("--workers", type=int, default=None, help="parallel runs (default: one per core)")
-    parser.add_argument("--out", type=Path, default=Path("results"), help="output directory")
+    parser.add_argument(
+        "--out", type=Path, default=None, help="output directory (default: results/<preset>, e.g. results/default)"
+    )
     parser.add_argument("--no-progress-bar", action="store_true", help="hide the progress bar over runs")
-    _add_run_options(parser)
+    _add_run_options(parser, defaults_from_preset=True)
     return parser
 
 
@@ -132,14 +140,23 @@ def compare_main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     preset = PRESETS[args.preset]
     base = _config(parser, **{**preset.overrides, **_given_run_options(args)})
     seeds = args.seeds if args.seeds is not None else list(range(preset.n_seeds))
+    for flag, values in (("--seeds", seeds), ("--variants", args.variants)):
+        if len(set(values)) != len(values):
+            parser.error(f"{flag} lists a value twice: {values}")
     if args.workers is not None and args.workers < 1:
         parser.error(f"--workers must be >= 1, got {args.workers}")
+    out = args.out if args.out is not None else Path("results") / args.preset
+    configs = [_config(parser, **dataclasses.asdict(c)) for c in plan_runs(base, args.variants, seeds)]
     command = shlex.join(["python", "scripts/compare.py", *(sys.argv[1:] if argv is None else argv)])
-    configs = plan_runs(base, args.variants, seeds)
-    result = run_comparison(configs, args.out, workers=args.workers, command=command, progress=not args.no_progress_bar)
-    print((args.out / "summary.md").read_text())
-    for name, error in result["failures"].items():
-        print(f"run {name} FAILED: {error.strip().splitlines()[-1]}")
+    try:
+        result = run_comparison(configs, out, workers=args.workers, command=command, progress=not args.no_progress_bar)
+    except ValueError as error:  # e.g. --out holds runs made with other settings
+        parser.error(str(error))
+    print((out / "summary.md").read_text())
     shared = {k: v for k, v in dataclasses.asdict(base).items() if k not in ("variant", "seed")}
     print(f"settings of every run: {shared}")
+    for name, error in result["failures"].items():
+        print(f"run {name} FAILED: {error.strip().splitlines()[-1]}")
+    if result["failures"]:
+        raise SystemExit(f"{len(result['failures'])} run(s) failed; the report covers the others")
     return result

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,6 +99,21 @@ class RunConfig:
             raise ValueError(
                 f"learning_starts must be in [0, total_steps={self.total_steps}), got {self.learning_starts!r}"
             )
+        if self.seed < 0 or self.eval_seed < 0:
+            raise ValueError(f"seed and eval_seed must be >= 0, got seed={self.seed!r}, eval_seed={self.eval_seed!r}")
+        if self.eval_seed <= self.seed < self.eval_seed + self.eval_episodes:
+            # The training env's first episode would be one of the evaluation episodes.
+            raise ValueError(
+                f"seed={self.seed} is one of the evaluation episodes' seeds "
+                f"[{self.eval_seed}, {self.eval_seed + self.eval_episodes}): pick a training seed outside them"
+            )
+        if not 0.0 < self.gamma <= 1.0:
+            raise ValueError(f"gamma must be in (0, 1], got {self.gamma!r}")
+        if not self.learning_rate > 0.0:
+            raise ValueError(f"learning_rate must be > 0, got {self.learning_rate!r}")
+        if not self.net_arch or any(int(size) != size or size < 1 for size in self.net_arch):
+            raise ValueError(f"net_arch must be one or more positive layer sizes, got {self.net_arch!r}")
+        _check_ent_coef(self.ent_coef)
         check_per_parameters(self.alpha, self.beta_start, self.beta_end, epsilon=self.epsilon)
         object.__setattr__(self, "net_arch", tuple(self.net_arch))
 
@@ -127,6 +143,18 @@ class RunConfig:
             beta_anneal_steps=max(1, gradient_steps),
             epsilon=self.epsilon,
         )
+
+
+def _check_ent_coef(ent_coef: str) -> None:
+    """Raise ``ValueError`` unless ``ent_coef`` is what SAC accepts: ``auto``, ``auto_<x>`` or a number, all > 0."""
+    text = str(ent_coef)
+    number = text.split("_", 1)[1] if text.startswith("auto_") else ("1" if text == "auto" else text)
+    try:
+        valid = float(number) > 0
+    except ValueError:
+        valid = False
+    if not valid:
+        raise ValueError(f"ent_coef must be 'auto', 'auto_<initial value>' or a number, all > 0, got {ent_coef!r}")
 
 
 def make_model(config: RunConfig, env: Any) -> SAC:
@@ -222,6 +250,8 @@ class PeriodicEvaluation(BaseCallback):
         self.rows.append({"step": self.num_timesteps, **metrics})
         for key in ("mean_return", "sharpe", "max_drawdown"):
             self.logger.record(f"eval/{key}", metrics[key])
+        # Written now, at this step: SB3 itself dumps only every few episodes.
+        self.logger.dump(self.num_timesteps)
         self._next_eval = self.num_timesteps + self.eval_freq
 
     def _on_training_start(self) -> None:
@@ -250,7 +280,9 @@ def train_run(
     :return: one row per evaluation, columns ``run, variant, seed, step`` and ``METRIC_COLUMNS``
     """
     run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    # What an unfinished earlier attempt left (logs, a model) would mix with this run's.
+    shutil.rmtree(run_dir, ignore_errors=True)
+    run_dir.mkdir(parents=True)
     (run_dir / CONFIG_FILE).write_text(config.to_json())
     env = make_vec_env(config.env_id, n_envs=1, seed=config.seed, env_kwargs=config.env_kwargs)
     model = make_model(config, env)

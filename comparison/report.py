@@ -615,6 +615,24 @@ def _difference_line(reference: str, variant: str, diff: RelativeDifference) -> 
     return f"- **{variant} vs {reference}**, IQM of final return: {relative}{absolute}."
 
 
+# Below this many seeds a percentile bootstrap interval is little more than the range of the seeds, and
+# covers the true value far less often than its nominal level (with 2 seeds it *is* the range).
+FEW_SEEDS = 5
+
+
+def _few_seeds_warning(final: pd.DataFrame) -> list[str]:
+    """A warning line when some variant has fewer than ``FEW_SEEDS`` seeds, else nothing."""
+    fewest = int(final.groupby("variant")["seed"].nunique().min())
+    if fewest >= FEW_SEEDS:
+        return []
+    return [
+        "",
+        f"**Only {fewest} seed(s) per variant:** with fewer than {FEW_SEEDS} seeds these intervals are about "
+        "the range of the seeds and cover far less than their nominal level; read them as ranges, not as "
+        "confidence intervals.",
+    ]
+
+
 def write_summary_md(
     evals: pd.DataFrame,
     baselines: pd.DataFrame,
@@ -669,6 +687,7 @@ def write_summary_md(
         "",
         f"Each learning run's {at}; fixed baselines evaluated on the same evaluation episodes. "
         f"CIs are {level} percentile bootstrap intervals over seeds.",
+        *_few_seeds_warning(final),
         "",
         *_table_rows(table, level, threshold_baseline),
         "",

@@ -107,7 +107,8 @@ def run_pending(configs: Sequence[RunConfig], out_dir: Path, workers: int, progr
     failures: dict[str, str] = {}
     if not pending:
         return failures
-    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"))
+    try:
         futures = {pool.submit(_train_in_worker, config, run_dir(out_dir, config)): config for config in pending}
         bar = tqdm(total=len(pending), desc="runs", unit="run", disable=not progress)
         for future in as_completed(futures):
@@ -119,6 +120,11 @@ def run_pending(configs: Sequence[RunConfig], out_dir: Path, workers: int, progr
                 tqdm.write(f"run {config.run_name} failed:\n{failures[config.run_name]}")
             bar.update()
         bar.close()
+    except BaseException:
+        # Ctrl-C: drop the queued runs instead of waiting hours for them (finished runs are kept).
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
     return failures
 
 
@@ -147,13 +153,16 @@ def run_comparison(
     """
     if not configs:
         raise ValueError("configs is empty: nothing to compare")
+    names = [config.run_name for config in configs]
+    if len(set(names)) != len(names):
+        raise ValueError(f"each (variant, seed) may appear once, got runs {names}")
     first = configs[0]
     shared = (first.env_id, first.env_kwargs, first.eval_seeds)
     if any((c.env_id, c.env_kwargs, c.eval_seeds) != shared for c in configs):
         raise ValueError("every run of a comparison must use the same env, env_kwargs and evaluation episodes")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    failures = run_pending(configs, out_dir, workers or os.cpu_count() or 1, progress)
+    failures = run_pending(configs, out_dir, workers or len(os.sched_getaffinity(0)), progress)
     evaluations = collect_evaluations(configs, out_dir)
     write_csv_atomically(evaluations, out_dir / EVALUATIONS_FILE)
     write_csv_atomically(baseline_rows(first.env_id, first.env_kwargs, first.eval_seeds), out_dir / BASELINES_FILE)

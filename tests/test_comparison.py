@@ -7,6 +7,7 @@ import gymnasium as gym
 import numpy as np
 import pandas as pd
 import pytest
+import torch as th
 
 from comparison.cli import compare_main, train_main
 from comparison.experiment import (
@@ -15,10 +16,12 @@ from comparison.experiment import (
     episode_summaries,
     make_eval_envs,
     summarize_episodes,
+    train_run,
 )
 from comparison.report import METRIC_COLUMNS, iqm
 from comparison.runner import is_finished, plan_runs, run_dir
 from envs import ZScorePolicy, run_episodes
+from sb3_per import SAC
 
 TINY = [
     "--total-steps",
@@ -103,6 +106,11 @@ def test_run_config_rejects_bad_settings(fields, message):
         (["--env-kwargs", "[1, 2]"], "JSON object"),
         (["--env-kwargs", "{bad"], "not valid JSON"),
         (["--total-steps", "100", "--learning-starts", "500"], "learning_starts"),
+        (["--env-kwargs", '{"no_such_option": 1}'], "no_such_option"),
+        (["--ent-coef", "often"], "ent_coef"),
+        (["--net-arch", "0"], "net_arch"),
+        (["--seed", "1000003"], "evaluation episodes"),
+        (["--gamma", "1.5"], "gamma"),
     ],
 )
 def test_train_cli_rejects_bad_arguments_with_a_clear_message(argv, message, capsys):
@@ -165,3 +173,39 @@ def test_a_finished_run_with_other_settings_is_refused(tmp_path):
     (directory / "config.json").write_text(RunConfig(variant="per", seed=0, alpha=0.9).to_json())
     with pytest.raises(ValueError, match="other settings"):
         is_finished(tmp_path, config)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"), [(["--seeds", "0", "0"], "--seeds lists"), (["--variants", "per", "per"], "--variants lists")]
+)
+def test_compare_cli_rejects_duplicate_runs(argv, message, capsys, tmp_path):
+    with pytest.raises(SystemExit):
+        compare_main(["--quick", "--out", str(tmp_path), *argv])
+    assert message in capsys.readouterr().err
+
+
+def tiny_config(**fields) -> RunConfig:
+    settings = dict(total_steps=300, learning_starts=100, eval_freq=100, eval_episodes=2, batch_size=32)
+    return RunConfig(net_arch=(16, 16), env_kwargs={"episode_length": 30}, **{**settings, **fields})
+
+
+def test_evaluating_more_often_does_not_change_training(tmp_path):
+    often = train_run(tiny_config(eval_freq=50), tmp_path / "often", log_formats=("csv",))
+    rarely = train_run(tiny_config(eval_freq=300), tmp_path / "rarely", log_formats=("csv",))
+    assert len(often) > len(rarely)
+    assert often.iloc[-1]["mean_return"] == rarely.iloc[-1]["mean_return"]
+    a = SAC.load(tmp_path / "often" / "model.zip").policy.state_dict()
+    b = SAC.load(tmp_path / "rarely" / "model.zip").policy.state_dict()
+    assert all(th.equal(a[name], b[name]) for name in a)
+
+
+def test_an_interrupted_run_is_rerun_from_scratch(tmp_path):
+    config = tiny_config()
+    directory = run_dir(tmp_path, config)
+    directory.mkdir(parents=True)
+    (directory / "config.json").write_text(config.to_json())
+    (directory / "events.out.tfevents.stale").write_text("left by a killed run")
+    assert not is_finished(tmp_path, config)
+    train_run(config, directory, log_formats=("csv",))
+    assert is_finished(tmp_path, config)
+    assert not (directory / "events.out.tfevents.stale").exists()

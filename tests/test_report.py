@@ -445,3 +445,16 @@ def test_report_leaves_matplotlib_global_state_alone(out_dir: Path) -> None:
     before = (matplotlib.get_backend(), dict(matplotlib.rcParams))
     write_report(out_dir, command="c", seeds=SEEDS)
     assert (matplotlib.get_backend(), dict(matplotlib.rcParams)) == before
+
+
+def test_summary_warns_that_intervals_over_few_seeds_are_ranges(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    few = synthetic_evaluations(rng)  # 3 seeds per variant
+    text = write_summary_md(few, synthetic_baselines(), tmp_path / "few.md", command="c", seeds=SEEDS)
+    assert "Only 3 seed(s) per variant" in text
+    many = pd.concat(
+        [few.assign(seed=few["seed"] + 10 * k, run=few["run"] + f"_{k}") for k in range(2)], ignore_index=True
+    )
+    seeds = sorted(many["seed"].unique())
+    text = write_summary_md(many, synthetic_baselines(), tmp_path / "many.md", command="c", seeds=seeds)
+    assert "seed(s) per variant" not in text
