@@ -12,6 +12,8 @@ from torch.nn import functional as F
 from sb3_per.buffers import PrioritizedReplayBuffer
 
 TD_ERROR_REDUCTIONS = ("mean", "max")
+# What `PrioritizedReplayMixin._record_per_stats` logs through the model's logger each training call.
+PER_LOGGER_KEYS = ("train/per_beta", "train/per_weight_mean", "train/per_priority_mean", "train/per_priority_max")
 
 
 def check_td_error_reduction(td_error_reduction: str) -> str:

@@ -16,19 +16,9 @@ from torch.nn import functional as F
 import sb3_per.dqn as dqn_module
 import sb3_per.per_algorithm as per_module
 from sb3_per import DQN, PrioritizedReplayBuffer
-from sb3_per.per_algorithm import weighted_huber_loss
+from sb3_per.per_algorithm import PER_LOGGER_KEYS, weighted_huber_loss
 
 ENV_ID = "CartPole-v1"
-PER_KEYS = ("train/per_beta", "train/per_weight_mean", "train/per_priority_mean", "train/per_priority_max")
-
-
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    """Small networks run faster on one thread, and the test machine's cores are shared."""
-    n_threads = th.get_num_threads()
-    th.set_num_threads(1)
-    yield
-    th.set_num_threads(n_threads)
 
 
 def per_dqn(**kwargs: Any) -> DQN:
@@ -141,7 +131,7 @@ def test_priorities_of_the_sampled_indices_follow_their_td_errors(monkeypatch):
     unsampled = np.setdiff1d(np.arange(buffer.n_transitions), sampled)
     np.testing.assert_array_equal(after[unsampled], before[unsampled])
     assert buffer.n_priority_updates == 1
-    for key in PER_KEYS:
+    for key in PER_LOGGER_KEYS:
         assert np.isfinite(model.logger.name_to_value[key]), key
 
 

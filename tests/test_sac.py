@@ -20,20 +20,11 @@ from torch.nn import functional as F
 import sb3_per.per_algorithm as per_algorithm
 import sb3_per.sac as sac_module
 from sb3_per import SAC, PrioritizedReplayBuffer
+from sb3_per.per_algorithm import PER_LOGGER_KEYS
 from sb3_per.sac import td_errors_for_priorities, weighted_critic_loss
 
 ENV_ID = "Pendulum-v1"
 SMALL_NET = {"net_arch": [32, 32]}
-PER_KEYS = ("train/per_beta", "train/per_weight_mean", "train/per_priority_mean", "train/per_priority_max")
-
-
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    """Tiny networks run faster on one thread, and the test machine's cores are shared."""
-    n_threads = th.get_num_threads()
-    th.set_num_threads(1)
-    yield
-    th.set_num_threads(n_threads)
 
 
 def per_sac(**kwargs: Any) -> SAC:
@@ -275,7 +266,7 @@ def test_logger_records_the_per_keys():
 
     assert recording.dumps
     key_values, key_excluded = recording.dumps[-1]
-    for key in PER_KEYS:
+    for key in PER_LOGGER_KEYS:
         assert math.isfinite(key_values[key]), key
         assert "tensorboard" not in (key_excluded.get(key) or ()), key
         assert key.split("/")[1] in stdout.getvalue()
@@ -291,7 +282,7 @@ def test_uniform_buffer_logs_no_per_keys():
     model.learn(250, log_interval=1)
     key_values, _ = recording.dumps[-1]
     assert "train/critic_loss" in key_values
-    assert not set(PER_KEYS) & set(key_values)
+    assert not set(PER_LOGGER_KEYS) & set(key_values)
 
 
 # --- the never-updated warning ----------------------------------------------------------------------------

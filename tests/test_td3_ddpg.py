@@ -13,20 +13,10 @@ from torch.nn import functional as F
 import sb3_per.per_algorithm as per_module
 import sb3_per.td3 as td3_module
 from sb3_per import DDPG, TD3, PrioritizedReplayBuffer
-from sb3_per.per_algorithm import weighted_critic_loss
+from sb3_per.per_algorithm import PER_LOGGER_KEYS, weighted_critic_loss
 
 ENV_ID = "Pendulum-v1"
-PER_KEYS = ("train/per_beta", "train/per_weight_mean", "train/per_priority_mean", "train/per_priority_max")
 ALGORITHMS = {"TD3": (TD3, stable_baselines3.TD3), "DDPG": (DDPG, stable_baselines3.DDPG)}
-
-
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    """Tiny networks run faster on one thread, and the test machine's cores are shared."""
-    n_threads = th.get_num_threads()
-    th.set_num_threads(1)
-    yield
-    th.set_num_threads(n_threads)
 
 
 def per_model(algorithm: str, **kwargs: Any) -> TD3:
@@ -157,7 +147,7 @@ def test_priorities_of_the_sampled_indices_follow_their_td_errors(monkeypatch, a
     unsampled = np.setdiff1d(np.arange(buffer.n_transitions), sampled)
     np.testing.assert_array_equal(after[unsampled], before[unsampled])
     assert buffer.n_priority_updates == 1
-    for key in PER_KEYS:
+    for key in PER_LOGGER_KEYS:
         assert np.isfinite(model.logger.name_to_value[key]), key
 
 
