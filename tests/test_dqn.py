@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import stable_baselines3
 import torch as th
+from per_checks import assert_only_sampled_priorities_follow, priorities
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
 from torch.nn import functional as F
@@ -31,10 +32,6 @@ def per_dqn(**kwargs: Any) -> DQN:
     }
     settings.update(kwargs)
     return DQN("MlpPolicy", ENV_ID, **settings)
-
-
-def priorities(buffer: PrioritizedReplayBuffer) -> np.ndarray:
-    return buffer.tree[np.arange(buffer.n_transitions)].copy()
 
 
 # --- the loss ----------------------------------------------------------------------------------------------
@@ -122,14 +119,7 @@ def test_priorities_of_the_sampled_indices_follow_their_td_errors(monkeypatch):
     by_hand = float(np.mean(batch.weights.reshape(-1).numpy() * huber))
     assert model.logger.name_to_value["train/loss"] == pytest.approx(by_hand, rel=1e-5)
 
-    # A transition sampled twice in the batch takes its last error.
-    expected = dict(zip(batch.indices.tolist(), (np.abs(error) + buffer.epsilon) ** buffer.alpha, strict=True))
-    sampled = np.array(sorted(expected))
-    after = priorities(buffer)
-    np.testing.assert_allclose(after[sampled], [expected[i] for i in sampled], rtol=1e-5)
-    assert not np.isclose(after[sampled], before[sampled]).any()
-    unsampled = np.setdiff1d(np.arange(buffer.n_transitions), sampled)
-    np.testing.assert_array_equal(after[unsampled], before[unsampled])
+    assert_only_sampled_priorities_follow(buffer, before, batch.indices, error)
     assert buffer.n_priority_updates == 1
     for key in PER_LOGGER_KEYS:
         assert np.isfinite(model.logger.name_to_value[key]), key

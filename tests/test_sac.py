@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import stable_baselines3
 import torch as th
+from per_checks import assert_only_sampled_priorities_follow, priorities
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import HumanOutputFormat, KVWriter, Logger
@@ -38,10 +39,6 @@ def per_sac(**kwargs: Any) -> SAC:
     settings.update(kwargs)
     env = settings.pop("env", ENV_ID)
     return SAC("MlpPolicy", env, **settings)
-
-
-def priorities(buffer: PrioritizedReplayBuffer) -> np.ndarray:
-    return buffer.tree[np.arange(buffer.n_transitions)].copy()
 
 
 # --- the pure pieces -------------------------------------------------------------------------------------
@@ -171,15 +168,8 @@ def test_priorities_of_the_sampled_indices_follow_their_td_errors(monkeypatch, r
         target = batch.rewards + (1 - batch.dones) * gamma * next_q
         abs_errors = (th.cat(networks_before.critic(batch.observations, batch.actions), dim=1) - target).abs()
     td = (abs_errors.mean(1) if reduction == "mean" else abs_errors.amax(1)).numpy().astype(np.float64)
-    # A transition sampled twice in the batch takes its last error, as `SumTree.update` documents.
-    expected = dict(zip(batch.indices.tolist(), (td + buffer.epsilon) ** buffer.alpha, strict=True))
-    sampled = np.array(sorted(expected))
-
+    sampled = assert_only_sampled_priorities_follow(buffer, before, batch.indices, td)
     after = priorities(buffer)
-    np.testing.assert_allclose(after[sampled], [expected[i] for i in sampled], rtol=1e-5)
-    assert not np.isclose(after[sampled], before[sampled]).any()
-    unsampled = np.setdiff1d(np.arange(buffer.n_transitions), sampled)
-    np.testing.assert_array_equal(after[unsampled], before[unsampled])
     # larger error, larger priority
     last_td = {i: error for i, error in zip(batch.indices.tolist(), td, strict=True)}
     by_error = sorted(sampled, key=last_td.__getitem__)

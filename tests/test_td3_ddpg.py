@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import stable_baselines3
 import torch as th
+from per_checks import assert_only_sampled_priorities_follow, priorities
 from torch.nn import functional as F
 
 import sb3_per.per_algorithm as per_module
@@ -34,10 +35,6 @@ def per_model(algorithm: str, **kwargs: Any) -> TD3:
 def tiny_net() -> dict[str, Any]:
     """A fresh dict each time: SB3's DDPG writes ``n_critics`` into the ``policy_kwargs`` it is given."""
     return {"net_arch": [16, 16]}
-
-
-def priorities(buffer: PrioritizedReplayBuffer) -> np.ndarray:
-    return buffer.tree[np.arange(buffer.n_transitions)].copy()
 
 
 # --- the loss: what SB3's TD3 computes, weighted per sample -------------------------------------------------
@@ -138,14 +135,7 @@ def test_priorities_of_the_sampled_indices_follow_their_td_errors(monkeypatch, a
 
     abs_errors = (th.cat(current_q_values, dim=1) - target_q_values).abs()
     td = (abs_errors.mean(1) if reduction == "mean" else abs_errors.amax(1)).numpy().astype(np.float64)
-    # A transition sampled twice in the batch takes its last error.
-    expected = dict(zip(batch.indices.tolist(), (td + buffer.epsilon) ** buffer.alpha, strict=True))
-    sampled = np.array(sorted(expected))
-    after = priorities(buffer)
-    np.testing.assert_allclose(after[sampled], [expected[i] for i in sampled], rtol=1e-5)
-    assert not np.isclose(after[sampled], before[sampled]).any()
-    unsampled = np.setdiff1d(np.arange(buffer.n_transitions), sampled)
-    np.testing.assert_array_equal(after[unsampled], before[unsampled])
+    assert_only_sampled_priorities_follow(buffer, before, batch.indices, td)
     assert buffer.n_priority_updates == 1
     for key in PER_LOGGER_KEYS:
         assert np.isfinite(model.logger.name_to_value[key]), key

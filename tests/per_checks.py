@@ -1,0 +1,28 @@
+"""Checks shared by the algorithm tests (tests/ is on sys.path under pytest's default import mode)."""
+
+import numpy as np
+
+from sb3_per import PrioritizedReplayBuffer
+
+
+def priorities(buffer: PrioritizedReplayBuffer) -> np.ndarray:
+    """Copy of the priorities of the stored transitions."""
+    return buffer.tree[np.arange(buffer.n_transitions)].copy()
+
+
+def assert_only_sampled_priorities_follow(
+    buffer: PrioritizedReplayBuffer, before: np.ndarray, indices: np.ndarray, td_errors: np.ndarray
+) -> np.ndarray:
+    """
+    Assert that after one write-back the sampled transitions hold ``(|td| + epsilon) ** alpha`` (a
+    transition sampled twice takes its last error, as ``SumTree.update`` documents) and that no other
+    priority changed. Returns the sampled indices, sorted and unique.
+    """
+    expected = dict(zip(indices.tolist(), (np.abs(td_errors) + buffer.epsilon) ** buffer.alpha, strict=True))
+    sampled = np.array(sorted(expected))
+    after = priorities(buffer)
+    np.testing.assert_allclose(after[sampled], [expected[i] for i in sampled], rtol=1e-5)
+    assert not np.isclose(after[sampled], before[sampled]).any()
+    unsampled = np.setdiff1d(np.arange(buffer.n_transitions), sampled)
+    np.testing.assert_array_equal(after[unsampled], before[unsampled])
+    return sampled
