@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib.util
 import json
 import shlex
 import sys
@@ -14,7 +15,7 @@ from typing import Any
 import gymnasium as gym
 
 from comparison.experiment import REPLAY_CLASSES, RunConfig, configure_torch_threads, train_run
-from comparison.runner import PRESETS, plan_runs, run_comparison
+from comparison.runner import BACKENDS, PRESETS, plan_runs, run_comparison
 
 # RunConfig fields settable from both command lines: (flag, field, type, help).
 _RUN_OPTIONS: tuple[tuple[str, str, Any, str], ...] = (
@@ -124,7 +125,29 @@ def compare_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--variants", nargs="+", choices=sorted(REPLAY_CLASSES), default=["uniform", "per"], help="replay variants"
     )
-    parser.add_argument("--workers", type=int, default=None, help="parallel runs (default: one per core)")
+    parser.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default="local",
+        help="where the runs train: local = worker processes on this machine (--workers of them); ray = one "
+        "Ray task per run (one CPU, one torch thread) on a Ray cluster, the run's files sent back into --out. "
+        "Same numbers either way (default: local)",
+    )
+    parser.add_argument(
+        "--ray-address",
+        default=None,
+        metavar="ADDRESS",
+        help="with --backend ray: the Ray cluster to join, e.g. auto (the cluster this machine belongs to, "
+        "started with `ray start`), HOST:6379 or ray://HOST:10001 (Ray Client). Default: the RAY_ADDRESS "
+        "environment variable, else a Ray started on this machine, else a new local Ray on this machine's cores",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="parallel runs of the local backend (default: one per core); with --backend ray, Ray runs as many "
+        "at once as the cluster has free CPUs",
+    )
     parser.add_argument(
         "--out", type=Path, default=None, help="output directory (default: results/<preset>, e.g. results/default)"
     )
@@ -145,12 +168,28 @@ def compare_main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             parser.error(f"{flag} lists a value twice: {values}")
     if args.workers is not None and args.workers < 1:
         parser.error(f"--workers must be >= 1, got {args.workers}")
+    if args.backend != "ray":
+        if args.ray_address is not None:
+            parser.error("--ray-address is only used with --backend ray")
+    else:
+        if args.workers is not None:
+            parser.error("--workers applies to --backend local; Ray runs as many runs as the cluster has free CPUs")
+        if importlib.util.find_spec("ray") is None:
+            parser.error('--backend ray needs Ray: pip install "sb3-per[ray]"')
     out = args.out if args.out is not None else Path("results") / args.preset
     configs = [_config(parser, **dataclasses.asdict(c)) for c in plan_runs(base, args.variants, seeds)]
     command = shlex.join(["python", "scripts/compare.py", *(sys.argv[1:] if argv is None else argv)])
     try:
-        result = run_comparison(configs, out, workers=args.workers, command=command, progress=not args.no_progress_bar)
-    except ValueError as error:  # e.g. --out holds runs made with other settings
+        result = run_comparison(
+            configs,
+            out,
+            workers=args.workers,
+            command=command,
+            progress=not args.no_progress_bar,
+            backend=args.backend,
+            ray_address=args.ray_address,
+        )
+    except (ValueError, ConnectionError) as error:  # e.g. --out holds other settings' runs, no Ray at the address
         parser.error(str(error))
     print((out / "summary.md").read_text())
     shared = {k: v for k, v in dataclasses.asdict(base).items() if k not in ("variant", "seed")}

@@ -1,6 +1,9 @@
 """
-The comparison: seeds x replay variants of ``experiment.train_run`` in parallel worker processes,
-resumable, then baselines and the report.
+The comparison: seeds x replay variants of ``experiment.train_run`` in parallel, resumable, then
+baselines and the report.
+
+Two backends run the runs, with the same numbers: ``local`` (worker processes on this machine) and
+``ray`` (one Ray task per run, on a local Ray or an existing cluster; Ray is imported only then).
 
 Output directory layout::
 
@@ -13,8 +16,11 @@ Output directory layout::
 from __future__ import annotations
 
 import os
+import re
+import shutil
+import tempfile
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from multiprocessing import get_context
@@ -36,6 +42,7 @@ from comparison.experiment import (
 from comparison.report import BASELINES_FILE, write_report
 
 RUNS_DIR = "runs"
+BACKENDS = ("local", "ray")
 
 
 @dataclass(frozen=True)
@@ -91,40 +98,164 @@ def is_finished(out_dir: Path, config: RunConfig) -> bool:
     return (directory / EVALUATIONS_FILE).exists()
 
 
+def check_backend(backend: str, ray_address: str | None = None) -> None:
+    """
+    Check the options of the backend that runs the runs.
+
+    :param backend: a name in ``BACKENDS``
+    :param ray_address: the Ray cluster to join, only for the ray backend
+    :raises ValueError: ``backend`` is not one of ``BACKENDS``, or a Ray address is given to another backend
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {list(BACKENDS)}, got {backend!r}")
+    if ray_address is not None and backend != "ray":
+        raise ValueError(f"a Ray address ({ray_address!r}) is only used by the ray backend, not by {backend!r}")
+
+
+# Called once per run as it ends: its config and None, or its config and its error text.
+_Record = Callable[[RunConfig, str | None], None]
+
+
 def _train_in_worker(config: RunConfig, directory: Path) -> None:
     configure_torch_threads(1)
     train_run(config, directory)
 
 
-def run_pending(configs: Sequence[RunConfig], out_dir: Path, workers: int, progress: bool = True) -> dict[str, str]:
-    """
-    Train every run of ``configs`` not finished yet, ``workers`` at a time, each in its own process
-    with one torch thread. A run that fails is reported and the others go on.
-
-    :return: errors of the failed runs, by run name
-    """
-    pending = [config for config in configs if not is_finished(out_dir, config)]
-    failures: dict[str, str] = {}
-    if not pending:
-        return failures
+def _run_in_processes(pending: Sequence[RunConfig], out_dir: Path, workers: int, record: _Record) -> None:
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"))
     try:
         futures = {pool.submit(_train_in_worker, config, run_dir(out_dir, config)): config for config in pending}
-        bar = tqdm(total=len(pending), desc="runs", unit="run", disable=not progress)
         for future in as_completed(futures):
-            config = futures[future]
             try:
                 future.result()
+                error = None
             except Exception:
-                failures[config.run_name] = traceback.format_exc()
-                tqdm.write(f"run {config.run_name} failed:\n{failures[config.run_name]}")
-            bar.update()
-        bar.close()
+                error = traceback.format_exc()
+            record(futures[future], error)
     except BaseException:
         # Ctrl-C: drop the queued runs instead of waiting hours for them (finished runs are kept).
         pool.shutdown(wait=False, cancel_futures=True)
         raise
     pool.shutdown()
+
+
+def _train_and_pack(config: RunConfig) -> dict[str, bytes]:
+    """
+    A Ray task: train ``config``'s run in a temporary directory of whichever machine runs it, and return
+    the run's files (path relative to the run directory -> content), since the driver may not see that
+    machine's disk.
+    """
+    configure_torch_threads(1)
+    with tempfile.TemporaryDirectory(prefix="sb3_per_run_") as tmp:
+        directory = Path(tmp) / config.run_name
+        train_run(config, directory)
+        files = sorted(path for path in directory.rglob("*") if path.is_file())
+        return {path.relative_to(directory).as_posix(): path.read_bytes() for path in files}
+
+
+def _unpack_run(files: dict[str, bytes], directory: Path) -> None:
+    """Write a run's files returned by ``_train_and_pack`` into ``directory``, the evaluations last."""
+    if EVALUATIONS_FILE not in files:
+        raise ValueError(f"the run returned no {EVALUATIONS_FILE}, only {sorted(files)}")
+    outside = [name for name in files if Path(name).is_absolute() or ".." in Path(name).parts]
+    if outside:
+        raise ValueError(f"the run returned files outside its directory: {outside}")
+    # What an interrupted earlier attempt left would mix with this run's files.
+    shutil.rmtree(directory, ignore_errors=True)
+    for name, content in files.items():
+        if name != EVALUATIONS_FILE:
+            path = directory / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(content)
+    # Written last and atomically: a run directory with this file is a finished run (``is_finished``).
+    tmp = directory / (EVALUATIONS_FILE + ".tmp")
+    tmp.write_bytes(files[EVALUATIONS_FILE])
+    os.replace(tmp, directory / EVALUATIONS_FILE)
+
+
+_ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _run_on_ray(pending: Sequence[RunConfig], out_dir: Path, ray_address: str | None, record: _Record) -> None:
+    try:
+        import ray
+    except ImportError as error:
+        raise ImportError('the ray backend needs Ray: pip install "sb3-per[ray]"') from error
+    started_here = not ray.is_initialized()
+    if started_here:
+        # No address: RAY_ADDRESS, else a Ray started on this machine by `ray start`, else a new local Ray.
+        ray.init(address=ray_address)
+    try:
+        task = ray.remote(num_cpus=1)(_train_and_pack)
+        configs = {task.remote(config): config for config in pending}
+        remaining = list(configs)
+        try:
+            while remaining:
+                done, remaining = ray.wait(remaining, num_returns=1)
+                config = configs[done[0]]
+                try:
+                    _unpack_run(ray.get(done[0]), run_dir(out_dir, config))
+                    error = None
+                except ray.exceptions.RayError as failure:  # the task's exception, with its remote traceback
+                    error = _ANSI_ESCAPE.sub("", str(failure))
+                except Exception:
+                    error = traceback.format_exc()
+                record(config, error)
+        except BaseException:
+            # Ctrl-C: stop the runs still queued or training (finished runs are kept).
+            for ref in remaining:
+                ray.cancel(ref, force=True)
+            raise
+    finally:
+        if started_here:
+            ray.shutdown()
+
+
+def run_pending(
+    configs: Sequence[RunConfig],
+    out_dir: Path,
+    workers: int,
+    progress: bool = True,
+    backend: str = "local",
+    ray_address: str | None = None,
+) -> dict[str, str]:
+    """
+    Train every run of ``configs`` not finished yet, each with one torch thread, and write its files into
+    ``out_dir``. Runs are reported as they finish; a run that fails is reported and the others go on.
+
+    :param configs: the runs
+    :param out_dir: output directory (runs in ``out_dir/runs/{variant}_s{seed}``)
+    :param workers: parallel worker processes of the local backend (the ray backend runs as many runs at
+        once as the Ray cluster has free CPUs)
+    :param progress: show a progress bar over runs
+    :param backend: ``"local"``: a pool of ``workers`` processes on this machine; ``"ray"``: one Ray task
+        (one CPU) per run, trained in a temporary directory of the node that runs it, whose files are
+        sent back and written here
+    :param ray_address: Ray cluster to join (e.g. ``"auto"`` or ``"ray://head:10001"``); with none, Ray
+        finds one as ``ray.init`` does or starts locally. A Ray already initialised in this process is
+        used as it is (and left running); one started here is shut down at the end.
+    :return: errors of the failed runs, by run name
+    """
+    check_backend(backend, ray_address)
+    pending = [config for config in configs if not is_finished(out_dir, config)]
+    failures: dict[str, str] = {}
+    if not pending:
+        return failures
+    bar = tqdm(total=len(pending), desc="runs", unit="run", disable=not progress)
+
+    def record(config: RunConfig, error: str | None) -> None:
+        if error is not None:
+            failures[config.run_name] = error
+            tqdm.write(f"run {config.run_name} failed:\n{error}")
+        bar.update()
+
+    try:
+        if backend == "ray":
+            _run_on_ray(pending, out_dir, ray_address, record)
+        else:
+            _run_in_processes(pending, out_dir, workers, record)
+    finally:
+        bar.close()
     return failures
 
 
@@ -139,18 +270,28 @@ def collect_evaluations(configs: Sequence[RunConfig], out_dir: Path) -> pd.DataF
 
 
 def run_comparison(
-    configs: Sequence[RunConfig], out_dir: Path, *, workers: int | None = None, command: str, progress: bool = True
+    configs: Sequence[RunConfig],
+    out_dir: Path,
+    *,
+    workers: int | None = None,
+    command: str,
+    progress: bool = True,
+    backend: str = "local",
+    ray_address: str | None = None,
 ) -> dict[str, Any]:
     """
     Run (or resume) a comparison and write its CSVs and report into ``out_dir``.
 
     :param configs: the runs, all with the same env and evaluation episodes
     :param out_dir: output directory
-    :param workers: parallel runs (default: one per core)
+    :param workers: parallel runs of the local backend (default: one per core)
     :param command: the command line, quoted in the report
     :param progress: show a progress bar over runs
+    :param backend: ``"local"`` (worker processes on this machine) or ``"ray"`` (Ray tasks); see ``run_pending``
+    :param ray_address: Ray cluster to join with the ray backend (default: as ``ray.init`` finds one, else local)
     :return: ``failures`` (errors by run name) and the paths of the files written
     """
+    check_backend(backend, ray_address)
     if not configs:
         raise ValueError("configs is empty: nothing to compare")
     names = [config.run_name for config in configs]
@@ -162,7 +303,8 @@ def run_comparison(
         raise ValueError("every run of a comparison must use the same env, env_kwargs and evaluation episodes")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    failures = run_pending(configs, out_dir, workers or len(os.sched_getaffinity(0)), progress)
+    workers = workers or len(os.sched_getaffinity(0))
+    failures = run_pending(configs, out_dir, workers, progress, backend=backend, ray_address=ray_address)
     evaluations = collect_evaluations(configs, out_dir)
     write_csv_atomically(evaluations, out_dir / EVALUATIONS_FILE)
     write_csv_atomically(baseline_rows(first.env_id, first.env_kwargs, first.eval_seeds), out_dir / BASELINES_FILE)
