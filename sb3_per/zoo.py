@@ -1,0 +1,175 @@
+"""Run RL Baselines3 Zoo experiments with prioritized replay: a thin launcher around ``rl_zoo3``.
+
+The zoo builds its algorithms from a fixed table (stock SB3 classes, which never update priorities) and evaluates
+strings of its hyperparameter files, such as ``replay_buffer_class``, in its own module namespace, where ``sb3_per``
+is not defined. This launcher, before handing the command line to the zoo unchanged:
+
+- adds ``per_sac``, ``per_td3``, ``per_ddpg`` and ``per_dqn`` (``sb3_per.SAC``, ``TD3``, ``DDPG``, ``DQN``) to the
+  zoo's algorithm table, and to its hyperparameter samplers (as the stock algorithm's), so ``-optimize`` works too;
+- makes ``sb3_per`` and ``PrioritizedReplayBuffer`` resolvable in hyperparameter files and in ``--hyperparams``
+  overrides, e.g. ``replay_buffer_class: sb3_per.PrioritizedReplayBuffer``;
+- imports ``envs``, which registers ``PairsTrading-v0``;
+- for a ``per_*`` algorithm without ``--conf-file``/``-conf``, uses the hyperparameters shipped with sb3-per,
+  ``sb3_per/hyperparams/<algo>.yml`` (the zoo's default folder has none for these names).
+
+Install the zoo with ``pip install "sb3-per[zoo]"``, then::
+
+    python -m sb3_per.zoo train --algo per_sac --env PairsTrading-v0 -f logs --seed 0
+    python -m sb3_per.zoo train --algo per_dqn --env CartPole-v1 -n 20000 \\
+        --hyperparams replay_buffer_kwargs:"dict(alpha=0.6, beta_anneal_steps=9500)"
+    python -m sb3_per.zoo enjoy --algo per_sac --env PairsTrading-v0 -f logs --no-render -n 2520
+
+Every option of ``rl_zoo3.train`` (``python -m sb3_per.zoo train --help``) and ``rl_zoo3.enjoy`` passes through; the
+zoo's stock algorithms (``sac``, ``ppo``, ...) keep working. ``beta_anneal_steps`` in the shipped files equals the
+number of gradient steps of the file's ``n_timesteps``: when changing the run length with ``-n``, override it too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import sb3_per
+from sb3_per.buffers import PrioritizedReplayBuffer
+from sb3_per.ddpg import DDPG
+from sb3_per.dqn import DQN
+from sb3_per.sac import SAC
+from sb3_per.td3 import TD3
+
+#: Algorithms added to the zoo's table, with the stock zoo algorithm whose hyperparameter sampler they reuse.
+ZOO_ALGOS: dict[str, type] = {"per_sac": SAC, "per_td3": TD3, "per_ddpg": DDPG, "per_dqn": DQN}
+_STOCK_ALGO = {"per_sac": "sac", "per_td3": "td3", "per_ddpg": "ddpg", "per_dqn": "dqn"}
+
+#: Names made resolvable where the zoo evaluates strings of hyperparameter files and of ``--hyperparams``.
+EVAL_NAMES: dict[str, Any] = {"sb3_per": sb3_per, "PrioritizedReplayBuffer": PrioritizedReplayBuffer}
+
+#: Folder of the hyperparameter files shipped with sb3-per, one ``<algo>.yml`` per ``per_*`` algorithm.
+HYPERPARAMS_DIR = Path(__file__).resolve().parent / "hyperparams"
+
+#: Zoo commands the launcher runs, and the module and function of each.
+COMMANDS: dict[str, tuple[str, str]] = {"train": ("rl_zoo3.train", "train"), "enjoy": ("rl_zoo3.enjoy", "enjoy")}
+
+_INSTALL_HINT = "the RL Zoo launcher needs rl_zoo3: pip install 'sb3-per[zoo]'"
+
+
+def _import_zoo_module(name: str) -> ModuleType:
+    """Import a module of rl_zoo3, with an install hint when rl_zoo3 is missing.
+
+    :param name: module name, e.g. ``"rl_zoo3.train"``
+    :return: the module
+    """
+    try:
+        return importlib.import_module(name)
+    except ImportError as error:
+        if error.name is not None and error.name.split(".")[0] != "rl_zoo3":
+            raise  # rl_zoo3 is there, one of its own dependencies is not: the original message says which
+        raise ImportError(_INSTALL_HINT) from error
+
+
+def register_algorithms() -> dict[str, type]:
+    """Add the ``per_*`` algorithms and the names of ``EVAL_NAMES`` to rl_zoo3, and register ``PairsTrading-v0``.
+
+    Idempotent. Every loaded ``rl_zoo3`` module is patched, so call it after importing the zoo modules to be used
+    (``main`` does): the algorithm table is updated in place wherever a module holds one (``from rl_zoo3.utils import
+    ALGOS`` binds the same dict), and the names are added to each module's globals, the namespace its ``eval`` of
+    hyperparameter strings sees, without replacing a name the module already defines.
+
+    :return: the zoo's algorithm table, ``rl_zoo3.utils.ALGOS``
+    :raises ImportError: rl_zoo3 is not installed
+    """
+    for name in ("rl_zoo3.utils", "rl_zoo3.exp_manager", "rl_zoo3.hyperparams_opt"):
+        _import_zoo_module(name)
+    import envs  # noqa: F401  (registers PairsTrading-v0)
+
+    for name, module in list(sys.modules.items()):
+        if module is None or not (name == "rl_zoo3" or name.startswith("rl_zoo3.")):
+            continue
+        table = getattr(module, "ALGOS", None)
+        if isinstance(table, dict):
+            table.update(ZOO_ALGOS)
+        for key, value in EVAL_NAMES.items():
+            vars(module).setdefault(key, value)
+
+    hyperparams_opt = sys.modules["rl_zoo3.hyperparams_opt"]
+    for table_name in ("HYPERPARAMS_SAMPLER", "HYPERPARAMS_CONVERTER"):
+        table = getattr(hyperparams_opt, table_name, None)
+        if isinstance(table, dict):
+            for name, stock in _STOCK_ALGO.items():
+                if stock in table:
+                    table.setdefault(name, table[stock])
+    return sys.modules["rl_zoo3.utils"].ALGOS
+
+
+def default_config(algo: str) -> Path:
+    """Path of the hyperparameter file shipped for a ``per_*`` algorithm.
+
+    :param algo: one of ``ZOO_ALGOS``
+    :return: ``sb3_per/hyperparams/<algo>.yml``
+    :raises ValueError: ``algo`` is not one of ``ZOO_ALGOS``
+    :raises FileNotFoundError: the file is missing from the installation
+    """
+    if algo not in ZOO_ALGOS:
+        raise ValueError(f"no hyperparameters are shipped for {algo!r}, only for {sorted(ZOO_ALGOS)}")
+    path = HYPERPARAMS_DIR / f"{algo}.yml"
+    if not path.is_file():
+        raise FileNotFoundError(f"the hyperparameter file of {algo} is missing: {path}; pass one with --conf-file")
+    return path
+
+
+def with_default_config(train_args: Sequence[str]) -> list[str]:
+    """Add ``--conf-file sb3_per/hyperparams/<algo>.yml`` to ``train`` arguments that pick a ``per_*`` algorithm
+    and no config.
+
+    The arguments are read the way the zoo reads them (argparse, abbreviations and ``--opt=value`` included).
+
+    :param train_args: arguments of ``rl_zoo3.train``, without the command name
+    :return: the arguments, with the config added when needed
+    """
+    parser = argparse.ArgumentParser(prog="python -m sb3_per.zoo train", add_help=False)
+    parser.add_argument("--algo", default=None)
+    parser.add_argument("-conf", "--conf-file", default=None)
+    known, _ = parser.parse_known_args(list(train_args))
+    if known.algo in ZOO_ALGOS and known.conf_file is None:
+        return [*train_args, "--conf-file", str(default_config(known.algo))]
+    return list(train_args)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Run a zoo command (``train`` or ``enjoy``) with the ``per_*`` algorithms available.
+
+    :param argv: command and its arguments, e.g. ``["train", "--algo", "per_sac", "--env", "PairsTrading-v0"]``;
+        ``sys.argv[1:]`` by default. The zoo reads them from ``sys.argv``, which is restored afterwards.
+    :raises ImportError: rl_zoo3 is not installed
+    :raises SystemExit: no or an unknown command (exit status 2), or the zoo's own argument errors
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
+    usage = f"usage: python -m sb3_per.zoo {{{','.join(COMMANDS)}}} [zoo options]  (algorithms: {', '.join(ZOO_ALGOS)})"
+    if not args or args[0] in ("-h", "--help"):
+        print(usage)
+        raise SystemExit(0 if args else 2)
+    command, command_args = args[0], args[1:]
+    if command not in COMMANDS:
+        print(f"{usage}\nunknown command {command!r}", file=sys.stderr)
+        raise SystemExit(2)
+
+    module_name, function_name = COMMANDS[command]
+    run = getattr(_import_zoo_module(module_name), function_name)
+    register_algorithms()
+    if command == "train":
+        command_args = with_default_config(command_args)
+
+    saved_argv = sys.argv
+    sys.argv = [f"sb3_per.zoo {command}", *command_args]
+    try:
+        run()
+    finally:
+        sys.argv = saved_argv
+
+
+if __name__ == "__main__":
+    main()

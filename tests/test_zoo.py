@@ -1,0 +1,171 @@
+"""The RL Baselines3 Zoo launcher: ``python -m sb3_per.zoo`` trains sb3_per's algorithms with prioritized replay."""
+
+import argparse
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import stable_baselines3
+import yaml
+
+import sb3_per
+from sb3_per import zoo
+from sb3_per.buffers import PrioritizedReplayBuffer
+
+
+@pytest.fixture(autouse=True, scope="module")
+def undo_the_zoos_gymnasium_patch():
+    """
+    Importing rl_zoo3 replaces gymnasium's TimeLimit with its own (rl_zoo3/gym_patches.py), for the whole
+    process: put gymnasium's back after this module, so that the tests that run after it see plain gymnasium.
+    """
+    import gymnasium.envs.registration
+    import gymnasium.wrappers
+    import gymnasium.wrappers.common
+
+    saved = gymnasium.wrappers.TimeLimit, gymnasium.wrappers.common.TimeLimit
+    yield
+    gymnasium.wrappers.TimeLimit, gymnasium.wrappers.common.TimeLimit = saved
+    vars(gymnasium.envs.registration).pop("TimeLimit", None)
+
+
+EXPECTED_ALGOS = {"per_sac": sb3_per.SAC, "per_td3": sb3_per.TD3, "per_ddpg": sb3_per.DDPG, "per_dqn": sb3_per.DQN}
+HYPERPARAM_FILES = sorted(zoo.HYPERPARAMS_DIR.glob("*.yml"))
+CONFIGS = [
+    (path.stem, env_id) for path in HYPERPARAM_FILES for env_id in yaml.safe_load(path.read_text(encoding="utf-8"))
+]
+
+
+def test_algorithm_table_holds_the_per_algorithms():
+    import rl_zoo3.enjoy
+    import rl_zoo3.exp_manager
+    import rl_zoo3.hyperparams_opt
+    import rl_zoo3.train
+
+    algos = zoo.register_algorithms()
+    assert zoo.register_algorithms() is algos  # idempotent
+    for module in (rl_zoo3, rl_zoo3.train, rl_zoo3.enjoy, rl_zoo3.exp_manager):
+        assert module.ALGOS is algos  # one table, bound by every module that imported it
+    for name, cls in EXPECTED_ALGOS.items():
+        assert algos[name] is cls
+        stock = name.removeprefix("per_")
+        assert algos[stock] is getattr(stable_baselines3, stock.upper())  # the zoo's own entries are untouched
+        assert rl_zoo3.hyperparams_opt.HYPERPARAMS_SAMPLER[name] is rl_zoo3.hyperparams_opt.HYPERPARAMS_SAMPLER[stock]
+    assert {path.stem for path in HYPERPARAM_FILES} == set(EXPECTED_ALGOS)
+
+
+def test_names_resolve_where_the_zoo_evaluates_hyperparameter_strings():
+    import rl_zoo3.exp_manager
+    import rl_zoo3.utils
+
+    zoo.register_algorithms()
+    for text in (
+        "sb3_per.PrioritizedReplayBuffer",
+        "PrioritizedReplayBuffer",
+        "sb3_per.buffers.PrioritizedReplayBuffer",
+    ):
+        assert eval(text, vars(rl_zoo3.exp_manager)) is PrioritizedReplayBuffer  # the YAML files' namespace
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--hyperparams", nargs="+", action=rl_zoo3.utils.StoreDict)  # --hyperparams overrides
+    args = parser.parse_args(["--hyperparams", "replay_buffer_class:sb3_per.PrioritizedReplayBuffer"])
+    assert args.hyperparams == {"replay_buffer_class": PrioritizedReplayBuffer}
+
+
+@pytest.mark.parametrize(("algo", "env_id"), CONFIGS, ids=[f"{algo}-{env_id}" for algo, env_id in CONFIGS])
+def test_packaged_hyperparameters_build_a_prioritized_model(algo, env_id, tmp_path):
+    from rl_zoo3.exp_manager import ExperimentManager
+
+    zoo.register_algorithms()
+    raw = yaml.safe_load(zoo.default_config(algo).read_text(encoding="utf-8"))[env_id]
+    assert "PrioritizedReplayBuffer" in raw["replay_buffer_class"]
+    manager = ExperimentManager(
+        argparse.Namespace(),
+        algo,
+        env_id,
+        str(tmp_path),
+        hyperparams={"buffer_size": 1_000},  # small, to build quickly
+        seed=0,
+        verbose=0,
+        device="cpu",
+        config=str(zoo.default_config(algo)),
+    )
+    model, _ = manager.setup_experiment()  # the zoo's own reading, evaluation and construction
+    model.env.close()
+    assert type(model) is EXPECTED_ALGOS[algo]
+    buffer = model.replay_buffer
+    assert type(buffer) is PrioritizedReplayBuffer
+    assert (buffer.alpha, buffer.beta_start, buffer.beta_end) == (0.6, 0.4, 1.0)
+    # beta reaches beta_end at the end of the run: anneal over its gradient steps.
+    gradient_steps = (manager.n_timesteps - model.learning_starts) * model.gradient_steps / model.train_freq.frequency
+    assert buffer.beta_anneal_steps == pytest.approx(gradient_steps, rel=0.02)
+
+
+def test_tiny_zoo_training_updates_priorities(tmp_path, monkeypatch):
+    from rl_zoo3.exp_manager import ExperimentManager
+
+    trained = []
+    save_trained_model = ExperimentManager.save_trained_model
+
+    def record_and_save(self, model):
+        trained.append(model)
+        save_trained_model(self, model)
+
+    monkeypatch.setattr(ExperimentManager, "save_trained_model", record_and_save)
+    # No --conf-file: the launcher picks sb3_per/hyperparams/per_sac.yml.
+    args = ["train", "--algo", "per_sac", "--env", "PairsTrading-v0", "-n", "300", "--seed", "0", "--verbose", "0"]
+    overrides = ["learning_starts:100", "batch_size:32", "buffer_size:1000"]
+    overrides.append("replay_buffer_kwargs:dict(alpha=0.5, beta_anneal_steps=200)")
+    zoo.main([*args, "--eval-freq", "-1", "-f", str(tmp_path), "--hyperparams", *overrides])
+    (model,) = trained
+    assert type(model) is sb3_per.SAC
+    assert model.num_timesteps == 300
+    buffer = model.replay_buffer
+    assert type(buffer) is PrioritizedReplayBuffer
+    assert (buffer.alpha, buffer.beta_anneal_steps) == (0.5, 200)
+    # Stock SAC would sample the buffer without ever updating a priority.
+    assert buffer.n_priority_updates == buffer.n_sample_calls > 0
+    priorities = buffer.tree[np.arange(buffer.n_transitions)]
+    assert np.unique(priorities).size > 1
+
+    run = tmp_path / "per_sac" / "PairsTrading-v0_1"
+    assert sb3_per.SAC.load(run / "PairsTrading-v0.zip").replay_buffer_class is PrioritizedReplayBuffer
+    args = yaml.load((run / "PairsTrading-v0" / "args.yml").read_text(), Loader=yaml.UnsafeLoader)
+    assert args["conf_file"] == str(zoo.default_config("per_sac"))
+
+    enjoy = ["enjoy", "--algo", "per_sac", "--env", "PairsTrading-v0", "-f", str(tmp_path), "--no-render", "-n", "20"]
+    zoo.main([*enjoy, "--verbose", "0", "--device", "cpu"])  # the zoo loads and runs the trained per_sac agent
+
+
+def test_default_config_is_added_only_for_per_algorithms_without_one():
+    per_sac = str(zoo.default_config("per_sac"))
+    args = ["--algo", "per_sac", "--env", "E"]
+    assert zoo.with_default_config(args) == [*args, "--conf-file", per_sac]
+    assert zoo.with_default_config(["--algo=per_td3"])[-1] == str(zoo.default_config("per_td3"))
+    for args in (
+        ["--algo", "per_sac", "-conf", "my.yml"],
+        ["--conf-file=my.yml", "--algo", "per_sac"],
+        ["--algo", "sac"],
+    ):
+        assert zoo.with_default_config(args) == args
+
+
+def test_clear_errors(tmp_path, monkeypatch, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        zoo.main(["fly"])
+    assert exit_info.value.code == 2
+    assert "unknown command 'fly'" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="only for"):
+        zoo.default_config("sac")
+    monkeypatch.setattr(zoo, "HYPERPARAMS_DIR", tmp_path)
+    with pytest.raises(FileNotFoundError, match="--conf-file"):
+        zoo.with_default_config(["--algo", "per_sac"])
+    monkeypatch.setitem(sys.modules, "rl_zoo3", None)
+    monkeypatch.setitem(sys.modules, "rl_zoo3.train", None)
+    with pytest.raises(ImportError, match=r"pip install 'sb3-per\[zoo\]'"):
+        zoo.main(["train", "--algo", "per_sac"])
+
+
+def test_importing_sb3_per_does_not_import_the_zoo():
+    code = "import sys, sb3_per, sb3_per.zoo; assert not any(name.startswith('rl_zoo3') for name in sys.modules)"
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
