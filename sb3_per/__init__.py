@@ -1,6 +1,12 @@
 """Prioritized Experience Replay for Stable-Baselines3."""
 
-from sb3_per.buffers import PrioritizedReplayBuffer, PrioritizedReplayBufferSamples
+from sb3_per.buffers import (
+    PrioritizedBufferMixin,
+    PrioritizedDictReplayBuffer,
+    PrioritizedDictReplayBufferSamples,
+    PrioritizedReplayBuffer,
+    PrioritizedReplayBufferSamples,
+)
 from sb3_per.ddpg import DDPG
 from sb3_per.dqn import DQN
 from sb3_per.per_algorithm import PrioritizedReplayMixin
@@ -13,6 +19,9 @@ __all__ = [
     "DQN",
     "SAC",
     "TD3",
+    "PrioritizedBufferMixin",
+    "PrioritizedDictReplayBuffer",
+    "PrioritizedDictReplayBufferSamples",
     "PrioritizedReplayBuffer",
     "PrioritizedReplayBufferSamples",
     "PrioritizedReplayMixin",

@@ -1,4 +1,4 @@
-"""Prioritized experience replay (Schaul et al. 2016, proportional variant) behind SB3's ``ReplayBuffer``."""
+"""Prioritized experience replay (Schaul et al. 2016: proportional and rank-based) behind SB3's replay buffers."""
 
 from __future__ import annotations
 
@@ -8,12 +8,15 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch as th
 from gymnasium import spaces
-from stable_baselines3.common.buffers import ReplayBuffer
+from stable_baselines3.common.buffers import DictReplayBuffer, ReplayBuffer
+from stable_baselines3.common.type_aliases import TensorDict
 from stable_baselines3.common.vec_env import VecNormalize
 
+from sb3_per.rank_heap import RankHeap
 from sb3_per.sum_tree import SumTree
 
 WEIGHT_NORMALIZATIONS = ("buffer", "batch")
+PRIORITIZATIONS = ("proportional", "rank")
 
 
 class PrioritizedReplayBufferSamples(NamedTuple):
@@ -36,100 +39,72 @@ class PrioritizedReplayBufferSamples(NamedTuple):
     indices: np.ndarray
 
 
-class PrioritizedReplayBuffer(ReplayBuffer):
+class PrioritizedDictReplayBufferSamples(NamedTuple):
     """
-    Replay buffer that samples transitions in proportion to ``priority ** alpha`` and returns
-    importance-sampling weights, as in "Prioritized Experience Replay" (Schaul et al. 2016,
-    https://arxiv.org/abs/1511.05952), proportional variant.
+    ``DictReplayBufferSamples`` (same fields, same order) plus ``weights`` and ``indices``, as in
+    ``PrioritizedReplayBufferSamples``.
+    """
 
-    Storage is SB3's ``ReplayBuffer``; this class adds a sum tree with one leaf per stored transition
-    (``pos * n_envs + env``, so every env's data is sampled when ``n_envs > 1``).
+    observations: TensorDict
+    actions: th.Tensor
+    next_observations: TensorDict
+    dones: th.Tensor
+    rewards: th.Tensor
+    discounts: th.Tensor | None
+    weights: th.Tensor
+    indices: np.ndarray
 
-    - New transitions enter at the largest priority seen so far, so each is likely replayed once.
-    - ``sample`` splits the priority total into ``batch_size`` equal segments and draws one transition
-      from each (stratified sampling), with NumPy's global random generator as SB3 does, so
-      ``set_random_seed`` makes it reproducible. While the buffer holds fewer transitions than
-      ``batch_size``, transitions repeat in a batch, as with SB3's uniform buffer (SAC's default
-      ``learning_starts=100`` is below its default ``batch_size=256``).
-    - Weights are ``w_i = (N * P(i)) ** -beta`` divided by the largest weight, so they only scale
-      updates down. ``beta`` anneals linearly from ``beta_start`` to ``beta_end`` over
-      ``beta_anneal_steps`` calls to ``sample``.
-    - ``update_priorities(indices, td_errors)`` sets priority ``(|td_error| + epsilon) ** alpha``. An
-      update for a transition that ``add`` has overwritten since it was sampled is skipped: its error
-      belongs to data that is gone (ray #6534). The check keeps one write count per slot, taken at the
-      slot's latest sample: an update from an older batch whose slot has been overwritten *and sampled
-      again* since is not recognised as stale. Updating right after each sample, as ``sb3_per.SAC``
-      does, never meets that case.
 
-    An algorithm must call ``update_priorities`` after its gradient steps (``sb3_per.SAC`` does);
-    with one that never does, every transition keeps its entry priority and the buffer warns.
+class PrioritizedBufferMixin:
+    """
+    Prioritized sampling, importance-sampling weights and priority updates, for an SB3 replay buffer
+    whose storage is ``(buffer_size, n_envs, ...)`` arrays (``ReplayBuffer``) or dicts of them
+    (``DictReplayBuffer``). ``PrioritizedReplayBuffer`` and ``PrioritizedDictReplayBuffer`` are this mixin
+    in front of those two SB3 classes; everything that decides what is sampled lives here, once.
 
-    :param buffer_size: Max number of elements in the buffer
-    :param observation_space: Observation space
-    :param action_space: Action space
-    :param device: PyTorch device
-    :param n_envs: Number of parallel environments
-    :param optimize_memory_usage: Memory efficient variant of SB3's buffer; the one slot whose next
-        observation has been overwritten is given priority zero, so it is never sampled
-    :param handle_timeout_termination: Handle timeout termination (due to timelimit)
-        separately and treat the task as infinite horizon task (SB3 issue #284)
-    :param alpha: How much prioritization is used (0: uniform, 1: fully proportional)
-    :param beta_start: Importance-sampling exponent at the first ``sample`` call
-    :param beta_end: Importance-sampling exponent reached after ``beta_anneal_steps`` calls
-    :param beta_anneal_steps: Number of ``sample`` calls over which beta goes from start to end
-    :param epsilon: Added to ``|td_error|`` so that no transition's priority is ever zero
-    :param weight_normalization: ``"buffer"`` divides the weights by the largest weight any stored
-        transition could get (from the minimum priority, as in the paper); ``"batch"`` by the largest
-        weight in the sampled batch
-    :param n_steps: With ``n_steps > 1``, samples carry n-step returns and their ``discounts``, computed
-        as SB3's ``NStepReplayBuffer`` does (episode ends and timeouts cut the sum). SB3 ignores an
-        algorithm's ``n_steps`` when a custom ``replay_buffer_class`` is given: pass it here, through
-        ``replay_buffer_kwargs``
-    :param gamma: Discount factor of the n-step returns (use the algorithm's ``gamma``)
+    Each stored transition is a leaf ``pos * n_envs + env``, so every env's data is sampled when
+    ``n_envs > 1``. See ``PrioritizedReplayBuffer`` for the behaviour and the parameters.
     """
 
     # `sample` calls without any `update_priorities` before the buffer warns that priorities are stale
     SAMPLES_BEFORE_NO_UPDATE_WARNING = 100
+    # What the subclass's `sample` returns
+    samples_class: Any
 
-    def __init__(
+    # Set by SB3's buffer constructor
+    buffer_size: int
+    n_envs: int
+    pos: int
+    full: bool
+    optimize_memory_usage: bool
+    observations: np.ndarray | dict[str, np.ndarray]
+    next_observations: np.ndarray | dict[str, np.ndarray]
+    actions: np.ndarray
+    rewards: np.ndarray
+    dones: np.ndarray
+    timeouts: np.ndarray
+
+    def _init_prioritization(
         self,
-        buffer_size: int,
-        observation_space: spaces.Space,
-        action_space: spaces.Space,
-        device: th.device | str = "auto",
-        n_envs: int = 1,
-        optimize_memory_usage: bool = False,
-        handle_timeout_termination: bool = True,
-        alpha: float = 0.6,
-        beta_start: float = 0.4,
-        beta_end: float = 1.0,
-        beta_anneal_steps: int = 200_000,
-        epsilon: float = 1e-6,
-        weight_normalization: str = "buffer",
-        n_steps: int = 1,
-        gamma: float = 0.99,
-    ):
+        alpha: float,
+        beta_start: float,
+        beta_end: float,
+        beta_anneal_steps: int,
+        epsilon: float,
+        weight_normalization: str,
+        n_steps: int,
+        gamma: float,
+        prioritization: str,
+    ) -> None:
+        """Check and keep the prioritization parameters (after SB3's constructor made the storage)."""
         check_per_parameters(alpha, beta_start, beta_end, beta_anneal_steps, epsilon, weight_normalization)
-        if int(n_steps) != n_steps or n_steps < 1:
-            raise ValueError(f"n_steps must be a positive integer, got {n_steps!r}")
-        if not 0.0 <= gamma <= 1.0:
-            raise ValueError(f"gamma must be in [0, 1], got {gamma!r}")
-        if n_steps > 1 and optimize_memory_usage:
-            raise ValueError("n_steps > 1 does not support optimize_memory_usage=True, as in SB3's NStepReplayBuffer")
-        if isinstance(observation_space, spaces.Dict):
+        if prioritization not in PRIORITIZATIONS:
+            raise ValueError(f"prioritization must be one of {PRIORITIZATIONS}, got {prioritization!r}")
+        if prioritization == "rank" and self.optimize_memory_usage:
             raise ValueError(
-                "PrioritizedReplayBuffer does not support Dict observation spaces yet (observation_space is a "
-                "Dict): use a Box observation space, or SB3's DictReplayBuffer without prioritization"
+                "prioritization='rank' does not support optimize_memory_usage=True: every stored transition has a "
+                "rank, so the one whose next observation was overwritten could be sampled"
             )
-        super().__init__(
-            buffer_size,
-            observation_space,
-            action_space,
-            device=device,
-            n_envs=n_envs,
-            optimize_memory_usage=optimize_memory_usage,
-            handle_timeout_termination=handle_timeout_termination,
-        )
         self.alpha = float(alpha)
         self.beta_start = float(beta_start)
         self.beta_end = float(beta_end)
@@ -138,11 +113,16 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         self.weight_normalization = weight_normalization
         self.n_steps = int(n_steps)
         self.gamma = float(gamma)
+        self.prioritization = prioritization
         self._init_priorities()
 
     def _init_priorities(self) -> None:
         n_leaves = self.buffer_size * self.n_envs
+        # Every priority (raised to alpha) is kept in the sum tree: proportional sampling descends it, and it
+        # gives the mean, minimum and any leaf's priority in O(1) for both kinds of prioritization.
         self.tree = SumTree(n_leaves)
+        # Rank-based prioritization orders the leaves by priority in a heap and samples by rank.
+        self.ranks = RankHeap(n_leaves, self.alpha) if self.prioritization == "rank" else None
         # Largest priority given so far (already raised to alpha): what new transitions enter with.
         self.max_priority = 1.0
         # Per-leaf write counter, and its value when the leaf was last sampled (-1: not since created),
@@ -162,7 +142,7 @@ class PrioritizedReplayBuffer(ReplayBuffer):
     @property
     def n_transitions(self) -> int:
         """Number of transitions stored, over all envs."""
-        return self.size() * self.n_envs
+        return self.size() * self.n_envs  # type: ignore[attr-defined]
 
     @property
     def mean_priority(self) -> float:
@@ -170,20 +150,17 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         return self.tree.total / self.n_transitions if self.n_transitions else float("nan")
 
     def reset(self) -> None:
-        super().reset()
+        super().reset()  # type: ignore[misc]
         self._init_priorities()
 
     def add(
-        self,
-        obs: np.ndarray,
-        next_obs: np.ndarray,
-        action: np.ndarray,
-        reward: np.ndarray,
-        done: np.ndarray,
-        infos: list[dict[str, Any]],
+        self, obs: Any, next_obs: Any, action: np.ndarray, reward: np.ndarray, done: np.ndarray, infos: Any
     ) -> None:
+        """
+        Store one step of every env (see SB3's ``ReplayBuffer.add``), at the largest priority seen so far.
+        """
         pos = self.pos
-        super().add(obs, next_obs, action, reward, done, infos)
+        super().add(obs, next_obs, action, reward, done, infos)  # type: ignore[misc]
         self._set_slot_priority(pos, self.max_priority)
         if self.optimize_memory_usage and self.full:
             # `add` has just overwritten the observation of the slot now at `self.pos`, so that
@@ -192,28 +169,48 @@ class PrioritizedReplayBuffer(ReplayBuffer):
 
     def _set_slot_priority(self, pos: int, priority: float) -> None:
         leaves = pos * self.n_envs + np.arange(self.n_envs)
-        self.tree.update(leaves, np.full(self.n_envs, priority), validate=False)  # in range and finite by construction
+        self._set_priorities(leaves, np.full(self.n_envs, priority))
         self._write_count[leaves] += 1
 
-    def sample(self, batch_size: int, env: VecNormalize | None = None) -> PrioritizedReplayBufferSamples:  # type: ignore[override]
+    def _set_priorities(self, leaves: np.ndarray, priorities: np.ndarray) -> None:
+        # in range and finite by construction: both callers check or build them
+        self.tree.update(leaves, priorities, validate=False)
+        if self.ranks is not None:
+            self.ranks.update(leaves, priorities, validate=False)
+
+    def sample(self, batch_size: int, env: VecNormalize | None = None) -> Any:
         """
-        Sample a batch in proportion to priority, with importance-sampling weights.
+        Sample a batch in proportion to priority (or rank), with importance-sampling weights.
 
         :param batch_size: Number of transitions to sample
         :param env: associated VecEnv to normalize the observations/rewards when sampling
-        :return: the samples, their IS weights and their flat indices
+        :return: the samples (``samples_class``), their IS weights and their flat indices
         """
         self._check_batch_size(batch_size)
         self._warn_if_priorities_never_updated()
-        segment = self.tree.total / batch_size
         # NumPy's global generator, as SB3's buffers use, so that `set_random_seed` seeds sampling.
         uniforms = np.random.random_sample(batch_size)  # noqa: NPY002
-        prefix_sums = (np.arange(batch_size) + uniforms) * segment
-        leaves = self.tree.find(prefix_sums)
-        weights = self._importance_weights(leaves, self.beta)
+        leaves, probabilities, smallest = self._stratified_leaves(uniforms)
+        if self.weight_normalization == "batch":
+            smallest = probabilities.min()
+        # (N P(i))^-beta / max_j (N P(j))^-beta = (P(i) / P_min)^-beta: N cancels out.
+        weights = (probabilities / smallest) ** -self.beta
         self.n_sample_calls += 1
         self._write_count_at_sample[leaves] = self._write_count[leaves]
         return self._get_prioritized_samples(leaves, weights, env)
+
+    def _stratified_leaves(self, uniforms: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+        """
+        One leaf from each of ``len(uniforms)`` equal-probability segments, each leaf's sampling
+        probability (up to a common factor) and the smallest probability of any stored transition (same factor).
+        """
+        if self.ranks is not None:
+            leaves = self.ranks.sample(uniforms)
+            return leaves, self.ranks.probabilities(leaves), self.ranks.min_probability
+        batch_size = len(uniforms)
+        prefix_sums = (np.arange(batch_size) + uniforms) * (self.tree.total / batch_size)
+        leaves = self.tree.find(prefix_sums)
+        return leaves, self.tree[leaves], self.tree.min
 
     def _check_batch_size(self, batch_size: int) -> None:
         if int(batch_size) != batch_size or batch_size < 1:
@@ -224,7 +221,7 @@ class PrioritizedReplayBuffer(ReplayBuffer):
                 "transitions: raise buffer_size or lower batch_size"
             )
         if self.n_transitions == 0:
-            raise ValueError("cannot sample from an empty PrioritizedReplayBuffer: add transitions first")
+            raise ValueError(f"cannot sample from an empty {type(self).__name__}: add transitions first")
 
     def _warn_if_priorities_never_updated(self) -> None:
         if (
@@ -234,7 +231,7 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         ):
             self._warned_no_updates = True
             warnings.warn(
-                f"PrioritizedReplayBuffer has been sampled {self.n_sample_calls} times but its priorities were "
+                f"{type(self).__name__} has been sampled {self.n_sample_calls} times but its priorities were "
                 "never updated, so it samples uniformly among what was added and PER does nothing. Use an "
                 "algorithm that calls `update_priorities` after each gradient step: `sb3_per.SAC`, `sb3_per.TD3`, "
                 "`sb3_per.DDPG` or `sb3_per.DQN`.",
@@ -242,15 +239,7 @@ class PrioritizedReplayBuffer(ReplayBuffer):
                 stacklevel=3,
             )
 
-    def _importance_weights(self, leaves: np.ndarray, beta: float) -> np.ndarray:
-        # (N P(i))^-beta / max_j (N P(j))^-beta = (p_i / p_min)^-beta: N and the total cancel out.
-        priorities = self.tree[leaves]
-        smallest = self.tree.min if self.weight_normalization == "buffer" else priorities.min()
-        return (priorities / smallest) ** -beta
-
-    def _get_prioritized_samples(
-        self, leaves: np.ndarray, weights: np.ndarray, env: VecNormalize | None
-    ) -> PrioritizedReplayBufferSamples:
+    def _get_prioritized_samples(self, leaves: np.ndarray, weights: np.ndarray, env: VecNormalize | None) -> Any:
         # A leaf is `pos * n_envs + env`, so viewing (buffer_size, n_envs, ...) storage as
         # (buffer_size * n_envs, ...) makes each leaf a row. One `take` per array is about twice as fast
         # as SB3's two-index gather, and its result is a fresh array, so torch can adopt it uncopied.
@@ -264,27 +253,33 @@ class PrioritizedReplayBuffer(ReplayBuffer):
                 next_observations = self._rows(self.next_observations, leaves)
             # Only use dones that are not due to timeouts (SB3 issue #284)
             dones = (self._rows(self.dones, leaves) * (1 - self._rows(self.timeouts, leaves))).reshape(-1, 1)
-            rewards = self._normalize_reward(self._rows(self.rewards, leaves).reshape(-1, 1), env)
+            rewards = self._normalize_reward(self._rows(self.rewards, leaves).reshape(-1, 1), env)  # type: ignore[attr-defined]
             discounts = None
-        data = (
-            self._normalize_obs(self._rows(self.observations, leaves), env),
-            self._rows(self.actions, leaves),
-            self._normalize_obs(next_observations, env),
-            dones,
-            rewards,
-            weights.astype(np.float32).reshape(-1, 1),
-        )
-        *transitions, weights_tensor = (self.to_torch(array, copy=False) for array in data)
-        return PrioritizedReplayBufferSamples(
-            *transitions,
-            discounts=None if discounts is None else self.to_torch(discounts, copy=False),
-            weights=weights_tensor,
+        return self.samples_class(
+            self._observations_to_torch(self._rows(self.observations, leaves), env),
+            self._to_torch(self._rows(self.actions, leaves)),
+            self._observations_to_torch(next_observations, env),
+            self._to_torch(dones),
+            self._to_torch(rewards),
+            discounts=None if discounts is None else self._to_torch(discounts),
+            weights=self._to_torch(weights.astype(np.float32).reshape(-1, 1)),
             indices=leaves,
         )
 
+    def _to_torch(self, array: np.ndarray) -> th.Tensor:
+        return self.to_torch(array, copy=False)  # type: ignore[attr-defined]
+
+    def _observations_to_torch(
+        self, observations: np.ndarray | dict[str, np.ndarray], env: VecNormalize | None
+    ) -> th.Tensor | TensorDict:
+        normalized = self._normalize_obs(observations, env)  # type: ignore[attr-defined]
+        if isinstance(normalized, dict):
+            return {key: self._to_torch(value) for key, value in normalized.items()}
+        return self._to_torch(normalized)
+
     def _n_step_targets(
         self, leaves: np.ndarray, env: VecNormalize | None
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    ) -> tuple[np.ndarray | dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray]:
         """
         Next observations, dones, n-step returns and bootstrap discounts of the transitions at ``leaves``,
         computed as SB3's ``NStepReplayBuffer._get_samples`` does (same arithmetic, same dtypes), but for
@@ -300,7 +295,7 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         try:
             steps = np.arange(self.n_steps).reshape(1, -1)
             sequence = (batch_inds[:, None] + steps) % self.buffer_size
-            rewards = self._normalize_reward(self.rewards[sequence, envs], env)
+            rewards = self._normalize_reward(self.rewards[sequence, envs], env)  # type: ignore[attr-defined]
             ended = np.logical_or(self.dones[sequence, envs], self.timeouts[sequence, envs])
             last_step = np.where(ended.any(axis=1), ended.argmax(axis=1), self.n_steps - 1)
             mask = steps <= last_step[:, None]
@@ -309,15 +304,17 @@ class PrioritizedReplayBuffer(ReplayBuffer):
                 axis=1, keepdims=True
             )
             last = (batch_inds + last_step) % self.buffer_size
-            next_observations = self.next_observations[last, env_inds]
+            next_observations = self._rows(self.next_observations, last * self.n_envs + env_inds)
             dones = self.dones[last, env_inds][:, None].astype(np.float32)
             dones = dones * (1.0 - self.timeouts[last, env_inds][:, None].astype(np.float32))
         finally:
             self.timeouts[last_valid] = saved_timeouts
         return next_observations, dones, returns, discounts
 
-    def _rows(self, storage: np.ndarray, leaves: np.ndarray) -> np.ndarray:
-        """Copy of the entries of ``storage`` (shape (buffer_size, n_envs, ...)) at flat ``leaves``."""
+    def _rows(self, storage: np.ndarray | dict[str, np.ndarray], leaves: np.ndarray) -> Any:
+        """Copy of the entries of ``storage`` (shape (buffer_size, n_envs, ...), or a dict of such) at ``leaves``."""
+        if isinstance(storage, dict):
+            return {key: self._rows(value, leaves) for key, value in storage.items()}
         return storage.reshape(self.buffer_size * self.n_envs, *storage.shape[2:]).take(leaves, axis=0)
 
     def update_priorities(self, indices: np.ndarray | th.Tensor, td_errors: np.ndarray | th.Tensor) -> None:
@@ -327,7 +324,7 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         Transitions overwritten by ``add`` since they were sampled are skipped. Bad input raises
         ``ValueError`` and leaves every priority unchanged.
 
-        :param indices: flat indices, as returned in ``PrioritizedReplayBufferSamples.indices``
+        :param indices: flat indices, as returned in the samples' ``indices``
         :param td_errors: one TD error per index (numpy array or torch tensor on any device, any
             shape that flattens to the batch, e.g. (batch_size, 1))
         """
@@ -355,9 +352,188 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         if not fresh.all():
             leaves, priorities = leaves[fresh], priorities[fresh]
         if leaves.size:
-            self.tree.update(leaves, priorities, validate=False)
+            self._set_priorities(leaves, priorities)
             self.max_priority = max(self.max_priority, float(priorities.max()))
         self.n_priority_updates += 1
+
+
+class PrioritizedReplayBuffer(PrioritizedBufferMixin, ReplayBuffer):
+    """
+    Replay buffer that samples transitions in proportion to ``priority ** alpha`` (or to
+    ``(1 / rank) ** alpha``) and returns importance-sampling weights, as in "Prioritized Experience Replay"
+    (Schaul et al. 2016, https://arxiv.org/abs/1511.05952).
+
+    Storage is SB3's ``ReplayBuffer``; ``PrioritizedBufferMixin`` adds a sum tree with one leaf per stored
+    transition (``pos * n_envs + env``, so every env's data is sampled when ``n_envs > 1``).
+    For Dict observation spaces, use ``PrioritizedDictReplayBuffer``.
+
+    - New transitions enter at the largest priority seen so far, so each is likely replayed once.
+    - ``sample`` draws one transition from each of ``batch_size`` equal-probability segments (stratified
+      sampling), with NumPy's global random generator as SB3 does, so ``set_random_seed`` makes it
+      reproducible. With ``prioritization="proportional"`` (the default), ``P(i)`` is proportional to
+      ``priority ** alpha`` (a sum tree); with ``prioritization="rank"`` (Schaul et al. 2016, section 3.3),
+      ``P(i)`` is proportional to ``(1 / rank(i)) ** alpha``, rank 1 being the largest priority (a binary heap
+      whose array order approximates the ranks, re-sorted periodically, as in the paper). While the buffer
+      holds fewer transitions than ``batch_size``, transitions repeat in a batch, as with SB3's uniform
+      buffer (SAC's default ``learning_starts=100`` is below its default ``batch_size=256``).
+    - Weights are ``w_i = (N * P(i)) ** -beta`` divided by the largest weight, so they only scale
+      updates down. ``beta`` anneals linearly from ``beta_start`` to ``beta_end`` over
+      ``beta_anneal_steps`` calls to ``sample``.
+    - ``update_priorities(indices, td_errors)`` sets priority ``(|td_error| + epsilon) ** alpha``. An
+      update for a transition that ``add`` has overwritten since it was sampled is skipped: its error
+      belongs to data that is gone (ray #6534). The check keeps one write count per slot, taken at the
+      slot's latest sample: an update from an older batch whose slot has been overwritten *and sampled
+      again* since is not recognised as stale. Updating right after each sample, as ``sb3_per.SAC``
+      does, never meets that case.
+
+    An algorithm must call ``update_priorities`` after its gradient steps (``sb3_per.SAC`` does);
+    with one that never does, every transition keeps its entry priority and the buffer warns.
+
+    :param buffer_size: Max number of elements in the buffer
+    :param observation_space: Observation space
+    :param action_space: Action space
+    :param device: PyTorch device
+    :param n_envs: Number of parallel environments
+    :param optimize_memory_usage: Memory efficient variant of SB3's buffer; the one slot whose next
+        observation has been overwritten is given priority zero, so it is never sampled
+    :param handle_timeout_termination: Handle timeout termination (due to timelimit)
+        separately and treat the task as infinite horizon task (SB3 issue #284)
+    :param alpha: How much prioritization is used (0: uniform, 1: fully proportional to priority or 1 / rank)
+    :param beta_start: Importance-sampling exponent at the first ``sample`` call
+    :param beta_end: Importance-sampling exponent reached after ``beta_anneal_steps`` calls
+    :param beta_anneal_steps: Number of ``sample`` calls over which beta goes from start to end
+    :param epsilon: Added to ``|td_error|`` so that no transition's priority is ever zero
+    :param weight_normalization: ``"buffer"`` divides the weights by the largest weight any stored
+        transition could get (from the smallest sampling probability, as in the paper); ``"batch"`` by the
+        largest weight in the sampled batch
+    :param n_steps: With ``n_steps > 1``, samples carry n-step returns and their ``discounts``, computed
+        as SB3's ``NStepReplayBuffer`` does (episode ends and timeouts cut the sum). SB3 ignores an
+        algorithm's ``n_steps`` when a custom ``replay_buffer_class`` is given: pass it here, through
+        ``replay_buffer_kwargs``
+    :param gamma: Discount factor of the n-step returns (use the algorithm's ``gamma``)
+    :param prioritization: ``"proportional"`` (default) or ``"rank"``: what the sampling probability
+        is proportional to, ``priority ** alpha`` or ``(1 / rank) ** alpha``
+    """
+
+    samples_class = PrioritizedReplayBufferSamples
+
+    def __init__(
+        self,
+        buffer_size: int,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        device: th.device | str = "auto",
+        n_envs: int = 1,
+        optimize_memory_usage: bool = False,
+        handle_timeout_termination: bool = True,
+        alpha: float = 0.6,
+        beta_start: float = 0.4,
+        beta_end: float = 1.0,
+        beta_anneal_steps: int = 200_000,
+        epsilon: float = 1e-6,
+        weight_normalization: str = "buffer",
+        n_steps: int = 1,
+        gamma: float = 0.99,
+        prioritization: str = "proportional",
+    ):
+        check_n_step_parameters(n_steps, gamma)
+        if n_steps > 1 and optimize_memory_usage:
+            raise ValueError("n_steps > 1 does not support optimize_memory_usage=True, as in SB3's NStepReplayBuffer")
+        if isinstance(observation_space, spaces.Dict):
+            raise ValueError(
+                "PrioritizedReplayBuffer stores array observations, but observation_space is a Dict: use "
+                "PrioritizedDictReplayBuffer (replay_buffer_class=sb3_per.PrioritizedDictReplayBuffer)"
+            )
+        super().__init__(
+            buffer_size,
+            observation_space,
+            action_space,
+            device=device,
+            n_envs=n_envs,
+            optimize_memory_usage=optimize_memory_usage,
+            handle_timeout_termination=handle_timeout_termination,
+        )
+        self._init_prioritization(
+            alpha,
+            beta_start,
+            beta_end,
+            beta_anneal_steps,
+            epsilon,
+            weight_normalization,
+            n_steps,
+            gamma,
+            prioritization,
+        )
+
+
+class PrioritizedDictReplayBuffer(PrioritizedBufferMixin, DictReplayBuffer):
+    """
+    ``PrioritizedReplayBuffer`` for Dict observation spaces: storage is SB3's ``DictReplayBuffer``, and
+    sampling, weights and priority updates are the same code (``PrioritizedBufferMixin``), so behaviour and
+    parameters are those of ``PrioritizedReplayBuffer``. Samples are ``PrioritizedDictReplayBufferSamples``,
+    whose observations are dicts of tensors. ``optimize_memory_usage`` is not supported (nor by SB3's
+    ``DictReplayBuffer``).
+
+    :param buffer_size: Max number of elements in the buffer
+    :param observation_space: Observation space (a ``spaces.Dict``)
+    :param action_space: Action space
+    :param device: PyTorch device
+    :param n_envs: Number of parallel environments
+    :param optimize_memory_usage: Must be False
+    :param handle_timeout_termination: Handle timeout termination (due to timelimit)
+        separately and treat the task as infinite horizon task (SB3 issue #284)
+    :param alpha: see ``PrioritizedReplayBuffer``, as are ``beta_start``, ``beta_end``, ``beta_anneal_steps``,
+        ``epsilon``, ``weight_normalization``, ``n_steps``, ``gamma`` and ``prioritization``
+    """
+
+    samples_class = PrioritizedDictReplayBufferSamples
+
+    def __init__(
+        self,
+        buffer_size: int,
+        observation_space: spaces.Dict,
+        action_space: spaces.Space,
+        device: th.device | str = "auto",
+        n_envs: int = 1,
+        optimize_memory_usage: bool = False,
+        handle_timeout_termination: bool = True,
+        alpha: float = 0.6,
+        beta_start: float = 0.4,
+        beta_end: float = 1.0,
+        beta_anneal_steps: int = 200_000,
+        epsilon: float = 1e-6,
+        weight_normalization: str = "buffer",
+        n_steps: int = 1,
+        gamma: float = 0.99,
+        prioritization: str = "proportional",
+    ):
+        check_n_step_parameters(n_steps, gamma)
+        if not isinstance(observation_space, spaces.Dict):
+            raise ValueError(
+                f"PrioritizedDictReplayBuffer needs a Dict observation space, got {observation_space}: "
+                "use PrioritizedReplayBuffer"
+            )
+        if optimize_memory_usage:
+            raise ValueError("optimize_memory_usage=True is not supported with Dict observations (nor by SB3)")
+        super().__init__(
+            buffer_size,
+            observation_space,
+            action_space,
+            device=device,
+            n_envs=n_envs,
+            handle_timeout_termination=handle_timeout_termination,
+        )
+        self._init_prioritization(
+            alpha,
+            beta_start,
+            beta_end,
+            beta_anneal_steps,
+            epsilon,
+            weight_normalization,
+            n_steps,
+            gamma,
+            prioritization,
+        )
 
 
 def _as_flat_numpy(values: np.ndarray | th.Tensor, name: str) -> np.ndarray:
@@ -367,6 +543,14 @@ def _as_flat_numpy(values: np.ndarray | th.Tensor, name: str) -> np.ndarray:
     if array.dtype == object:
         raise ValueError(f"{name} must be a numeric array, got {type(values).__name__}")
     return array.reshape(-1)
+
+
+def check_n_step_parameters(n_steps: int, gamma: float) -> None:
+    """Raise ``ValueError``, naming the parameter and its value, for a bad ``n_steps`` or ``gamma``."""
+    if int(n_steps) != n_steps or n_steps < 1:
+        raise ValueError(f"n_steps must be a positive integer, got {n_steps!r}")
+    if not 0.0 <= gamma <= 1.0:
+        raise ValueError(f"gamma must be in [0, 1], got {gamma!r}")
 
 
 def check_per_parameters(

@@ -149,6 +149,63 @@ def test_importance_weights_equal_a_hand_computation(normalization):
     np.testing.assert_allclose(samples.weights.numpy().ravel(), raw[samples.indices] / largest, rtol=1e-6)
 
 
+# --- rank-based prioritization ----------------------------------------------------------------------
+
+
+def test_rank_based_sampling_frequencies_match_one_over_rank_to_the_alpha():
+    capacity = 37
+    buffer = make_buffer(buffer_size=capacity, alpha=0.7, prioritization="rank")
+    add_steps(buffer, capacity)
+    td_errors = np.random.default_rng(2).permutation(np.arange(1, capacity + 1, dtype=float))  # distinct
+    buffer.update_priorities(np.arange(capacity), td_errors)
+    buffer.ranks.sort()  # exact ranks (between re-sorts the heap order approximates them)
+    rank = np.empty(capacity, dtype=np.int64)
+    rank[np.argsort(-td_errors)] = np.arange(1, capacity + 1)
+    expected = (1.0 / rank) ** 0.7
+    expected /= expected.sum()
+    set_random_seed(5)
+    batch, n_batches = 8, 3000
+    counts = np.bincount(np.concatenate([buffer.sample(batch).indices for _ in range(n_batches)]), minlength=capacity)
+    _, p_value = stats.chisquare(counts, expected * batch * n_batches)
+    assert p_value > 1e-3
+    # the same counts against proportional sampling of the same priorities: clearly rejected
+    proportional = (td_errors + buffer.epsilon) ** 0.7
+    assert stats.chisquare(counts, proportional / proportional.sum() * batch * n_batches)[1] < 1e-6
+
+
+@pytest.mark.parametrize("normalization", ["buffer", "batch"])
+def test_rank_based_importance_weights_equal_a_hand_computation(normalization):
+    buffer = make_buffer(
+        buffer_size=6, alpha=0.5, beta_start=0.4, weight_normalization=normalization, prioritization="rank"
+    )
+    add_steps(buffer, 6)
+    buffer.update_priorities(np.arange(6), np.array([0.5, 1.0, 2.0, 4.0, 0.25, 8.0]))
+    buffer.ranks.sort()
+    samples = buffer.sample(4)
+    rank = np.array([4, 3, 2, 1, 5, 0])  # 0-based rank of each transition, by decreasing error
+    probabilities = (1.0 / (rank + 1)) ** 0.5
+    probabilities /= probabilities.sum()
+    raw = (6 * probabilities) ** -0.4
+    largest = raw.max() if normalization == "buffer" else raw[samples.indices].max()
+    np.testing.assert_allclose(samples.weights.numpy().ravel(), raw[samples.indices] / largest, rtol=1e-6)
+
+
+def test_rank_based_new_transitions_enter_at_rank_one_and_priorities_stay_readable():
+    buffer = make_buffer(buffer_size=10, prioritization="rank")
+    add_steps(buffer, 6)
+    buffer.update_priorities(np.arange(6), np.arange(6) * 10.0)
+    add_steps(buffer, 1, start=6)
+    assert buffer.ranks.position(np.array([6]))[0] == 0
+    np.testing.assert_array_equal(buffer.ranks[np.arange(7)], leaf_priorities(buffer))
+
+
+def test_rank_based_prioritization_is_checked_against_its_limits():
+    with pytest.raises(ValueError, match="prioritization must be one of"):
+        make_buffer(prioritization="ranked")
+    with pytest.raises(ValueError, match="optimize_memory_usage"):
+        make_buffer(prioritization="rank", optimize_memory_usage=True, handle_timeout_termination=False)
+
+
 def test_beta_anneals_linearly_and_stays_at_its_end():
     buffer = make_buffer(beta_start=0.4, beta_end=1.0, beta_anneal_steps=4)
     add_steps(buffer, 5)
@@ -373,9 +430,9 @@ def test_an_empty_update_changes_nothing():
     np.testing.assert_array_equal(leaf_priorities(buffer), 1.0)
 
 
-def test_dict_observation_spaces_are_refused_with_a_clear_error():
+def test_dict_observation_spaces_are_refused_with_a_pointer_to_the_dict_buffer():
     space = spaces.Dict({"a": OBS_SPACE})
-    with pytest.raises(ValueError, match="Dict observation spaces"):
+    with pytest.raises(ValueError, match="is a Dict: use PrioritizedDictReplayBuffer"):
         PrioritizedReplayBuffer(10, space, ACTION_SPACE)
 
 
