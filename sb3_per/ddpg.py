@@ -11,7 +11,7 @@ from stable_baselines3.common.noise import ActionNoise
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
 from stable_baselines3.td3.policies import TD3Policy
 
-from sb3_per.per_algorithm import PrioritizedReplayMixin, check_td_error_reduction
+from sb3_per.per_algorithm import PrioritizedReplayMixin, check_per_mode, check_td_error_reduction
 from sb3_per.td3 import TD3
 
 
@@ -31,9 +31,17 @@ class DDPG(PrioritizedReplayMixin, stable_baselines3.DDPG):
     :param td_error_reduction: How the critics' TD errors become one priority per transition when there are
         several (``policy_kwargs={"n_critics": 2}``): ``"mean"`` (default) or ``"max"`` of ``|Q_i - y|``.
         With DDPG's single critic both are ``|Q - y|``. Only used with a ``PrioritizedReplayBuffer``.
+    :param per_mode: What the critic loss and the priorities are. ``"per"`` (default): the IS-weighted loss
+        above, priorities ``(|d| + epsilon) ** alpha`` from the TD errors ``d``. ``"lap"`` (LAP, Fujimoto, Meger &
+        Precup 2020): priorities ``max(|d|, 1) ** alpha`` and the unweighted Huber loss
+        ``sb3_per.per_algorithm.lap_loss``, with a proportional ``PrioritizedReplayBuffer``. ``"pal"`` (PAL, same
+        paper): uniform replay (leave ``replay_buffer_class`` unset) with ``sb3_per.per_algorithm.pal_loss``.
+        The paper uses ``td_error_reduction="max"`` and alpha 0.4 for both.
+    :param pal_alpha: PAL's exponent (``per_mode="pal"`` only)
     """
 
-    _train_prioritized = TD3._train_prioritized
+    _train_per = TD3._train_per
+    critic_loss_scale = 1.0
 
     def __init__(
         self,
@@ -58,9 +66,13 @@ class DDPG(PrioritizedReplayMixin, stable_baselines3.DDPG):
         seed: int | None = None,
         device: th.device | str = "auto",
         td_error_reduction: str = "mean",
+        per_mode: str = "per",
+        pal_alpha: float = 0.4,
         _init_setup_model: bool = True,
     ):
         self.td_error_reduction = check_td_error_reduction(td_error_reduction)
+        self.per_mode = check_per_mode(per_mode, pal_alpha)
+        self.pal_alpha = float(pal_alpha)
         super().__init__(
             policy,
             env,

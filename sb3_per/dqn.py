@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -11,8 +12,7 @@ from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
 from stable_baselines3.dqn.policies import DQNPolicy
 
-from sb3_per.buffers import PrioritizedReplayBuffer
-from sb3_per.per_algorithm import PrioritizedReplayMixin, weighted_huber_loss
+from sb3_per.per_algorithm import PrioritizedReplayMixin, check_per_mode, weighted_huber_loss
 
 
 class DQN(PrioritizedReplayMixin, stable_baselines3.DQN):
@@ -33,7 +33,23 @@ class DQN(PrioritizedReplayMixin, stable_baselines3.DQN):
     ``train/per_priority_max``, as ``sb3_per.SAC`` does.
 
     With any other replay buffer it is exactly ``stable_baselines3.DQN``: its ``train`` runs unchanged.
+
+    The parameters are ``stable_baselines3.DQN``'s, plus:
+
+    :param per_mode: What the critic loss and the priorities are. ``"per"`` (default): the IS-weighted Huber loss
+        above, priorities ``(|d| + epsilon) ** alpha`` from the TD errors ``d``. ``"lap"`` (LAP, Fujimoto, Meger &
+        Precup 2020): priorities ``max(|d|, 1) ** alpha`` and the unweighted Huber loss
+        ``sb3_per.per_algorithm.lap_loss``, with a proportional ``PrioritizedReplayBuffer``. ``"pal"`` (PAL, same
+        paper): uniform replay (leave ``replay_buffer_class`` unset) with ``sb3_per.per_algorithm.pal_loss``.
+        The paper uses ``td_error_reduction="max"`` and alpha 0.4 for both.
+    :param pal_alpha: PAL's exponent (``per_mode="pal"`` only)
     """
+
+    def _is_weighted_loss(
+        self, current_q_values: Sequence[th.Tensor], target_q_values: th.Tensor, weights: th.Tensor
+    ) -> th.Tensor:
+        (q_values,) = current_q_values
+        return weighted_huber_loss(q_values, target_q_values, weights)
 
     def __init__(
         self,
@@ -62,8 +78,12 @@ class DQN(PrioritizedReplayMixin, stable_baselines3.DQN):
         verbose: int = 0,
         seed: int | None = None,
         device: th.device | str = "auto",
+        per_mode: str = "per",
+        pal_alpha: float = 0.4,
         _init_setup_model: bool = True,
     ) -> None:
+        self.per_mode = check_per_mode(per_mode, pal_alpha)
+        self.pal_alpha = float(pal_alpha)
         super().__init__(
             policy,
             env,
@@ -93,7 +113,7 @@ class DQN(PrioritizedReplayMixin, stable_baselines3.DQN):
             _init_setup_model=_init_setup_model,
         )
 
-    def _train_prioritized(self, buffer: PrioritizedReplayBuffer, gradient_steps: int, batch_size: int) -> None:
+    def _train_per(self, buffer: ReplayBuffer, gradient_steps: int, batch_size: int) -> None:
         """
         SB3's ``DQN.train`` (as of stable-baselines3 2.9), with the three changes marked ``PER:``: the Huber
         loss is IS-weighted, the priorities are written back after the optimizer step, and PER stats are logged.
@@ -104,7 +124,6 @@ class DQN(PrioritizedReplayMixin, stable_baselines3.DQN):
         self._update_learning_rate(self.policy.optimizer)
 
         losses = []
-        first_beta, sampled_weights = buffer.beta, []  # PER: for the logger
         for _ in range(gradient_steps):
             # Sample replay buffer
             replay_data = buffer.sample(batch_size, env=self._vec_normalize_env)
@@ -127,8 +146,8 @@ class DQN(PrioritizedReplayMixin, stable_baselines3.DQN):
             # Retrieve the q-values for the actions from the replay buffer
             current_q_values = th.gather(current_q_values, dim=1, index=replay_data.actions.long())
 
-            # PER: importance-sampling weighted Huber loss (less sensitive to outliers)
-            loss = weighted_huber_loss(current_q_values, target_q_values, replay_data.weights)
+            # PER: importance-sampling weighted Huber loss (less sensitive to outliers; or LAP's, or PAL's)
+            loss = self._replay_loss(replay_data, (current_q_values,), target_q_values)
             losses.append(loss.item())
 
             # Optimize the policy
@@ -139,12 +158,11 @@ class DQN(PrioritizedReplayMixin, stable_baselines3.DQN):
             self.policy.optimizer.step()
 
             # PER: new priorities from this forward pass's TD errors
-            self._write_back_priorities(buffer, replay_data.indices, (current_q_values,), target_q_values)
-            sampled_weights.append(replay_data.weights)
+            self._after_critic_step(replay_data, (current_q_values,), target_q_values)
 
         # Increase update counter
         self._n_updates += gradient_steps
 
         self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
         self.logger.record("train/loss", np.mean(losses))
-        self._record_per_stats(buffer, first_beta, sampled_weights)  # PER
+        self._record_per_stats()  # PER

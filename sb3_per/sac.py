@@ -13,10 +13,10 @@ from stable_baselines3.common.type_aliases import GymEnv, Schedule
 from stable_baselines3.common.utils import polyak_update
 from stable_baselines3.sac.policies import SACPolicy
 
-from sb3_per.buffers import PrioritizedReplayBuffer
 from sb3_per.per_algorithm import (
     TD_ERROR_REDUCTIONS,
     PrioritizedReplayMixin,
+    check_per_mode,
     check_td_error_reduction,
     td_errors_for_priorities,
     weighted_critic_loss,
@@ -96,6 +96,13 @@ class SAC(PrioritizedReplayMixin, stable_baselines3.SAC):
     :param td_error_reduction: How the twin critics' TD errors become one priority signal per transition:
         ``"mean"`` (default) of ``|Q_i - y|`` over the critics, or ``"max"`` of ``|Q_i - y|`` (as LAP,
         Fujimoto et al. 2020, does). Only used with a ``PrioritizedReplayBuffer``.
+    :param per_mode: What the critic loss and the priorities are. ``"per"`` (default): the IS-weighted loss
+        above, priorities ``(|d| + epsilon) ** alpha`` from the TD errors ``d``. ``"lap"`` (LAP, Fujimoto, Meger &
+        Precup 2020): priorities ``max(|d|, 1) ** alpha`` and the unweighted Huber loss
+        ``sb3_per.per_algorithm.lap_loss``, with a proportional ``PrioritizedReplayBuffer``. ``"pal"`` (PAL, same
+        paper): uniform replay (leave ``replay_buffer_class`` unset) with ``sb3_per.per_algorithm.pal_loss``.
+        The paper uses ``td_error_reduction="max"`` and alpha 0.4 for both.
+    :param pal_alpha: PAL's exponent (``per_mode="pal"`` only)
     :param _init_setup_model: Whether or not to build the network at the creation of the instance
     """
 
@@ -129,9 +136,13 @@ class SAC(PrioritizedReplayMixin, stable_baselines3.SAC):
         seed: int | None = None,
         device: th.device | str = "auto",
         td_error_reduction: str = "mean",
+        per_mode: str = "per",
+        pal_alpha: float = 0.4,
         _init_setup_model: bool = True,
     ):
         self.td_error_reduction = check_td_error_reduction(td_error_reduction)
+        self.per_mode = check_per_mode(per_mode, pal_alpha)
+        self.pal_alpha = float(pal_alpha)
         super().__init__(
             policy,
             env,
@@ -163,7 +174,7 @@ class SAC(PrioritizedReplayMixin, stable_baselines3.SAC):
             _init_setup_model=_init_setup_model,
         )
 
-    def _train_prioritized(self, buffer: PrioritizedReplayBuffer, gradient_steps: int, batch_size: int) -> None:
+    def _train_per(self, buffer: ReplayBuffer, gradient_steps: int, batch_size: int) -> None:
         """
         SB3's ``SAC.train`` (as of stable-baselines3 2.9), with the three changes marked ``PER:``: the critic
         loss is IS-weighted, the priorities are written back after the critic step, and PER stats are logged.
@@ -178,7 +189,6 @@ class SAC(PrioritizedReplayMixin, stable_baselines3.SAC):
 
         ent_coef_losses, ent_coefs = [], []
         actor_losses, critic_losses = [], []
-        first_beta, sampled_weights = buffer.beta, []  # PER: for the logger
 
         for gradient_step in range(gradient_steps):
             replay_data = buffer.sample(batch_size, env=self._vec_normalize_env)
@@ -224,8 +234,8 @@ class SAC(PrioritizedReplayMixin, stable_baselines3.SAC):
             # Get current Q-values estimates for each critic network using action from the replay buffer
             current_q_values = self.critic(replay_data.observations, replay_data.actions)
 
-            # PER: importance-sampling weighted critic loss
-            critic_loss = weighted_critic_loss(current_q_values, target_q_values, replay_data.weights)
+            # PER: importance-sampling weighted critic loss (or LAP's, or PAL's)
+            critic_loss = self._replay_loss(replay_data, current_q_values, target_q_values)
             critic_losses.append(critic_loss.item())
 
             # Optimize the critic
@@ -234,8 +244,7 @@ class SAC(PrioritizedReplayMixin, stable_baselines3.SAC):
             self.critic.optimizer.step()
 
             # PER: new priorities from this forward pass's TD errors
-            self._write_back_priorities(buffer, replay_data.indices, current_q_values, target_q_values)
-            sampled_weights.append(replay_data.weights)
+            self._after_critic_step(replay_data, current_q_values, target_q_values)
 
             # Compute actor loss: min over all critic networks
             q_values_pi = th.cat(self.critic(replay_data.observations, actions_pi), dim=1)
@@ -262,4 +271,4 @@ class SAC(PrioritizedReplayMixin, stable_baselines3.SAC):
         self.logger.record("train/critic_loss", np.mean(critic_losses))
         if len(ent_coef_losses) > 0:
             self.logger.record("train/ent_coef_loss", np.mean(ent_coef_losses))
-        self._record_per_stats(buffer, first_beta, sampled_weights)  # PER
+        self._record_per_stats()  # PER

@@ -13,8 +13,7 @@ from stable_baselines3.common.type_aliases import GymEnv, Schedule
 from stable_baselines3.common.utils import polyak_update
 from stable_baselines3.td3.policies import TD3Policy
 
-from sb3_per.buffers import PrioritizedReplayBuffer
-from sb3_per.per_algorithm import PrioritizedReplayMixin, check_td_error_reduction, weighted_critic_loss
+from sb3_per.per_algorithm import PrioritizedReplayMixin, check_per_mode, check_td_error_reduction
 
 
 class TD3(PrioritizedReplayMixin, stable_baselines3.TD3):
@@ -42,7 +41,16 @@ class TD3(PrioritizedReplayMixin, stable_baselines3.TD3):
     :param td_error_reduction: How the twin critics' TD errors become one priority signal per transition:
         ``"mean"`` (default) of ``|Q_i - y|`` over the critics, or ``"max"`` of ``|Q_i - y|`` (as LAP,
         Fujimoto et al. 2020, does). Only used with a ``PrioritizedReplayBuffer``.
+    :param per_mode: What the critic loss and the priorities are. ``"per"`` (default): the IS-weighted loss
+        above, priorities ``(|d| + epsilon) ** alpha`` from the TD errors ``d``. ``"lap"`` (LAP, Fujimoto, Meger &
+        Precup 2020): priorities ``max(|d|, 1) ** alpha`` and the unweighted Huber loss
+        ``sb3_per.per_algorithm.lap_loss``, with a proportional ``PrioritizedReplayBuffer``. ``"pal"`` (PAL, same
+        paper): uniform replay (leave ``replay_buffer_class`` unset) with ``sb3_per.per_algorithm.pal_loss``.
+        The paper uses ``td_error_reduction="max"`` and alpha 0.4 for both.
+    :param pal_alpha: PAL's exponent (``per_mode="pal"`` only)
     """
+
+    critic_loss_scale = 1.0  # SB3's TD3 loss is the plain sum over critics of their MSEs
 
     def __init__(
         self,
@@ -71,9 +79,13 @@ class TD3(PrioritizedReplayMixin, stable_baselines3.TD3):
         seed: int | None = None,
         device: th.device | str = "auto",
         td_error_reduction: str = "mean",
+        per_mode: str = "per",
+        pal_alpha: float = 0.4,
         _init_setup_model: bool = True,
     ):
         self.td_error_reduction = check_td_error_reduction(td_error_reduction)
+        self.per_mode = check_per_mode(per_mode, pal_alpha)
+        self.pal_alpha = float(pal_alpha)
         super().__init__(
             policy,
             env,
@@ -102,7 +114,7 @@ class TD3(PrioritizedReplayMixin, stable_baselines3.TD3):
             _init_setup_model=_init_setup_model,
         )
 
-    def _train_prioritized(self, buffer: PrioritizedReplayBuffer, gradient_steps: int, batch_size: int) -> None:
+    def _train_per(self, buffer: ReplayBuffer, gradient_steps: int, batch_size: int) -> None:
         """
         SB3's ``TD3.train`` (as of stable-baselines3 2.9), with the three changes marked ``PER:``: the critic
         loss is IS-weighted, the priorities are written back after the critic step, and PER stats are logged.
@@ -114,7 +126,6 @@ class TD3(PrioritizedReplayMixin, stable_baselines3.TD3):
         self._update_learning_rate([self.actor.optimizer, self.critic.optimizer])
 
         actor_losses, critic_losses = [], []
-        first_beta, sampled_weights = buffer.beta, []  # PER: for the logger
         for _ in range(gradient_steps):
             self._n_updates += 1
             # Sample replay buffer
@@ -136,8 +147,9 @@ class TD3(PrioritizedReplayMixin, stable_baselines3.TD3):
             # Get current Q-values estimates for each critic network
             current_q_values = self.critic(replay_data.observations, replay_data.actions)
 
-            # PER: importance-sampling weighted critic loss (SB3's sum of MSEs when all weights are one)
-            critic_loss = weighted_critic_loss(current_q_values, target_q_values, replay_data.weights, scale=1.0)
+            # PER: importance-sampling weighted critic loss (SB3's sum of MSEs when all weights are one; or LAP's,
+            # or PAL's)
+            critic_loss = self._replay_loss(replay_data, current_q_values, target_q_values)
             critic_losses.append(critic_loss.item())
 
             # Optimize the critics
@@ -146,8 +158,7 @@ class TD3(PrioritizedReplayMixin, stable_baselines3.TD3):
             self.critic.optimizer.step()
 
             # PER: new priorities from this forward pass's TD errors
-            self._write_back_priorities(buffer, replay_data.indices, current_q_values, target_q_values)
-            sampled_weights.append(replay_data.weights)
+            self._after_critic_step(replay_data, current_q_values, target_q_values)
 
             # Delayed policy updates
             if self._n_updates % self.policy_delay == 0:
@@ -172,4 +183,4 @@ class TD3(PrioritizedReplayMixin, stable_baselines3.TD3):
         if len(actor_losses) > 0:
             self.logger.record("train/actor_loss", np.mean(actor_losses))
         self.logger.record("train/critic_loss", np.mean(critic_losses))
-        self._record_per_stats(buffer, first_beta, sampled_weights)  # PER
+        self._record_per_stats()  # PER

@@ -19,7 +19,6 @@ from stable_baselines3.common.logger import HumanOutputFormat, KVWriter, Logger
 from torch.nn import functional as F
 
 import sb3_per.per_algorithm as per_algorithm
-import sb3_per.sac as sac_module
 from sb3_per import SAC, PrioritizedReplayBuffer
 from sb3_per.per_algorithm import PER_LOGGER_KEYS
 from sb3_per.sac import td_errors_for_priorities, weighted_critic_loss
@@ -123,12 +122,13 @@ def test_train_weights_the_critic_loss_by_the_sampled_is_weights(monkeypatch):
     batches = spy_on_sample(monkeypatch, buffer, None)
     calls = []
 
-    def spy_loss(current_q_values, target_q_values, weights):
-        loss = weighted_critic_loss(current_q_values, target_q_values, weights)
+    def spy_loss(current_q_values, target_q_values, weights, scale):
+        assert scale == 0.5
+        loss = weighted_critic_loss(current_q_values, target_q_values, weights, scale)
         calls.append(([q.detach().clone() for q in current_q_values], target_q_values.clone(), weights, loss))
         return loss
 
-    monkeypatch.setattr(sac_module, "weighted_critic_loss", spy_loss)
+    monkeypatch.setattr(per_algorithm, "weighted_critic_loss", spy_loss)
     model.train(gradient_steps=1, batch_size=64)
 
     ((current_q_values, target_q_values, weights, loss),), (batch,) = calls, batches
@@ -189,7 +189,7 @@ def test_matches_stable_baselines3_sac_with_a_uniform_buffer(monkeypatch, n_step
     def must_not_run(*args, **kwargs):
         raise AssertionError("PER work done with a uniform buffer")
 
-    for module, name in [(sac_module, "weighted_critic_loss"), (per_algorithm, "td_errors_for_priorities")]:
+    for module, name in [(per_algorithm, "weighted_critic_loss"), (per_algorithm, "td_errors_for_priorities")]:
         monkeypatch.setattr(module, name, must_not_run)
     model = SAC("MlpPolicy", ENV_ID, **settings).learn(250)
 

@@ -12,7 +12,6 @@ from per_checks import assert_only_sampled_priorities_follow, priorities
 from torch.nn import functional as F
 
 import sb3_per.per_algorithm as per_module
-import sb3_per.td3 as td3_module
 from sb3_per import DDPG, TD3, PrioritizedReplayBuffer
 from sb3_per.per_algorithm import PER_LOGGER_KEYS, weighted_critic_loss
 
@@ -81,7 +80,7 @@ def test_matches_stable_baselines3_with_a_uniform_buffer(monkeypatch, algorithm)
     def must_not_run(*args, **kwargs):
         raise AssertionError("PER work done with a uniform buffer")
 
-    for module, name in [(td3_module, "weighted_critic_loss"), (per_module, "td_errors_for_priorities")]:
+    for module, name in [(per_module, "weighted_critic_loss"), (per_module, "td_errors_for_priorities")]:
         monkeypatch.setattr(module, name, must_not_run)
     model = ours("MlpPolicy", ENV_ID, policy_kwargs=tiny_net(), **settings).learn(250)
 
@@ -119,7 +118,7 @@ def test_priorities_of_the_sampled_indices_follow_their_td_errors(monkeypatch, a
         return loss
 
     monkeypatch.setattr(buffer, "sample", spy_sample)
-    monkeypatch.setattr(td3_module, "weighted_critic_loss", spy_loss)
+    monkeypatch.setattr(per_module, "weighted_critic_loss", spy_loss)
     model.train(gradient_steps=1, batch_size=32)
 
     ((current_q_values, target_q_values, weights, loss),), (batch,) = losses, batches

@@ -1,0 +1,165 @@
+"""LAP and PAL (Fujimoto, Meger & Precup 2020) as per_mode options of the PER algorithms."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+import torch as th
+from per_checks import priorities
+from torch.nn import functional as F
+
+import sb3_per.per_algorithm as per_algorithm
+from sb3_per import DQN, SAC, TD3, PrioritizedReplayBuffer
+from sb3_per.per_algorithm import PER_MODES, lap_loss, pal_loss
+
+
+def small() -> dict[str, Any]:
+    """Small, fast settings (a fresh dict: SB3 writes into policy_kwargs)."""
+    return {"policy_kwargs": {"net_arch": [16, 16]}, "batch_size": 32, "learning_starts": 50, "seed": 0}
+
+
+def test_lap_loss_matches_hand_computation():
+    q1 = th.tensor([[0.5], [3.0], [-1.0]], requires_grad=True)
+    q2 = th.tensor([[0.0], [1.0], [2.5]], requires_grad=True)
+    target = th.tensor([[0.0], [1.0], [1.0]])
+    # errors: critic 1: 0.5, 2, -2 -> huber 0.125, 1.5, 1.5; critic 2: 0, 0, 1.5 -> 0, 0, 1.0
+    expected = (0.125 + 1.5 + 1.5) / 3 + (0.0 + 0.0 + 1.0) / 3
+    loss = lap_loss((q1, q2), target)
+    assert loss.item() == pytest.approx(expected, rel=1e-6)
+    loss.backward()  # Huber gradient: the error below 1, its sign above, over the batch
+    assert th.allclose(q1.grad, th.tensor([[0.5], [1.0], [-1.0]]) / 3)
+    assert th.allclose(q2.grad, th.tensor([[0.0], [0.0], [1.0]]) / 3)
+
+
+def test_lap_loss_for_one_critic_is_sb3s_dqn_loss():
+    q, target = th.randn(64, 1), th.randn(64, 1) * 3
+    assert th.allclose(lap_loss((q,), target), F.smooth_l1_loss(q, target))
+
+
+@pytest.mark.parametrize(("reduction", "normalizer"), [("max", (1.0 + 2.0**0.4 + 3.0**0.4) / 3), ("mean", None)])
+def test_pal_loss_matches_hand_computation(reduction, normalizer):
+    alpha = 0.4
+    q1 = th.tensor([[0.5], [2.0], [-3.0]], requires_grad=True)
+    q2 = th.tensor([[0.0], [1.0], [1.5]], requires_grad=True)
+    target = th.tensor([[0.0], [0.0], [0.0]])
+    # |errors|: critic 1: 0.5, 2, 3; critic 2: 0, 1, 1.5
+    pal = lambda d: 0.5 * d**2 if d < 1 else d ** (1 + alpha) / (1 + alpha)  # noqa: E731
+    per_critic = [sum(pal(d) for d in (0.5, 2.0, 3.0)) / 3, sum(pal(d) for d in (0.0, 1.0, 1.5)) / 3]
+    if normalizer is None:  # mean over critics of |d|: 0.25, 1.5, 2.25
+        normalizer = (1.0 + 1.5**0.4 + 2.25**0.4) / 3
+    loss = pal_loss((q1, q2), target, alpha=alpha, reduction=reduction)
+    assert loss.item() == pytest.approx(sum(per_critic) / normalizer, rel=1e-6)
+    loss.backward()  # the normaliser is a constant: the gradient is pal'(d) / (3 * normaliser)
+    expected_grad = th.tensor([[0.5], [2.0**alpha], [-(3.0**alpha)]]) / (3 * normalizer)
+    assert th.allclose(q1.grad, expected_grad, rtol=1e-5)
+
+
+def test_pal_loss_rejects_an_unknown_reduction():
+    with pytest.raises(ValueError, match="td_error_reduction"):
+        pal_loss((th.zeros(2, 1),), th.zeros(2, 1), reduction="median")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"per_mode": "lapp"}, "per_mode must be one of"),
+        ({"per_mode": "pal", "pal_alpha": -1.0}, "pal_alpha"),
+        ({"per_mode": "lap"}, "per_mode='lap' samples in proportion"),
+        (
+            {
+                "per_mode": "lap",
+                "replay_buffer_class": PrioritizedReplayBuffer,
+                "replay_buffer_kwargs": {"prioritization": "rank"},
+            },
+            "prioritization='proportional'",
+        ),
+        ({"per_mode": "pal", "replay_buffer_class": PrioritizedReplayBuffer}, "per_mode='pal' replaces"),
+    ],
+)
+def test_bad_per_mode_settings_are_refused_at_construction(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        SAC("MlpPolicy", "Pendulum-v1", **kwargs)
+
+
+def lap_model(algorithm: type, env_id: str, **kwargs: Any):
+    settings = {**small(), "replay_buffer_class": PrioritizedReplayBuffer, "per_mode": "lap", **kwargs}
+    return algorithm("MlpPolicy", env_id, **settings)
+
+
+@pytest.mark.parametrize(("algorithm", "env_id"), [(SAC, "Pendulum-v1"), (TD3, "Pendulum-v1"), (DQN, "CartPole-v1")])
+def test_lap_trains_with_unweighted_huber_loss_and_priorities_never_below_one(monkeypatch, algorithm, env_id):
+    model = lap_model(algorithm, env_id, **({"td_error_reduction": "max"} if algorithm is not DQN else {}))
+    model.learn(60)
+    updates_before = model.replay_buffer.n_priority_updates
+    calls = []
+    real_lap_loss = per_algorithm.lap_loss
+
+    def spy(current_q_values, target_q_values):
+        calls.append(len(current_q_values))
+        return real_lap_loss(current_q_values, target_q_values)
+
+    def no_is_weights(*args, **kwargs):
+        raise AssertionError("LAP used the IS-weighted loss")
+
+    monkeypatch.setattr(per_algorithm, "lap_loss", spy)
+    monkeypatch.setattr(model, "_is_weighted_loss", no_is_weights)
+    model.train(gradient_steps=5, batch_size=32)
+    assert calls == [1 if algorithm is DQN else 2] * 5
+    after = priorities(model.replay_buffer)
+    assert after.min() >= 1.0
+    assert model.replay_buffer.n_priority_updates == updates_before + 5
+    logged = model.logger.name_to_value
+    assert "train/per_priority_mean" in logged and "train/per_weight_mean" not in logged
+
+
+def test_lap_priorities_are_the_clamped_td_errors_to_the_alpha():
+    model = lap_model(SAC, "Pendulum-v1", td_error_reduction="max", replay_buffer_kwargs={"alpha": 0.4})
+    model.learn(60)
+    buffer = model.replay_buffer
+    recorded = []
+    real = buffer.update_priorities
+
+    def spy(indices, td_errors):
+        recorded.append((np.asarray(indices).copy(), td_errors.detach().cpu().numpy().copy()))
+        real(indices, td_errors)
+
+    buffer.update_priorities = spy
+    model.train(gradient_steps=1, batch_size=32)
+    ((indices, td_errors),) = recorded
+    assert td_errors.min() >= 1.0  # floored before they become priorities
+    got = buffer.tree[indices]
+    last = dict(zip(indices.tolist(), td_errors.tolist(), strict=True))
+    np.testing.assert_allclose(got, [(last[i] + buffer.epsilon) ** 0.4 for i in indices.tolist()], rtol=1e-6)
+
+
+@pytest.mark.parametrize(("algorithm", "env_id"), [(SAC, "Pendulum-v1"), (TD3, "Pendulum-v1"), (DQN, "CartPole-v1")])
+def test_pal_trains_on_uniform_replay_with_the_pal_loss(monkeypatch, algorithm, env_id):
+    model = algorithm("MlpPolicy", env_id, per_mode="pal", pal_alpha=0.3, **small())
+    model.learn(60)
+    assert not hasattr(model.replay_buffer, "update_priorities")
+    calls = []
+    real_pal_loss = per_algorithm.pal_loss
+
+    def spy(current_q_values, target_q_values, alpha, reduction):
+        calls.append(alpha)
+        return real_pal_loss(current_q_values, target_q_values, alpha, reduction)
+
+    monkeypatch.setattr(per_algorithm, "pal_loss", spy)
+    before = [p.detach().clone() for p in model.policy.parameters()]
+    model.train(gradient_steps=3, batch_size=32)
+    assert calls == [0.3] * 3
+    assert any(not th.equal(b, p) for b, p in zip(before, model.policy.parameters(), strict=True))
+    assert not any(key.startswith("train/per_") for key in model.logger.name_to_value)
+
+
+def test_per_mode_survives_save_and_load(tmp_path):
+    model = SAC("MlpPolicy", "Pendulum-v1", per_mode="pal", pal_alpha=0.25, **small())
+    model.save(tmp_path / "pal.zip")
+    loaded = SAC.load(tmp_path / "pal.zip")
+    assert (loaded.per_mode, loaded.pal_alpha) == ("pal", 0.25)
+
+
+def test_per_modes_are_the_documented_three():
+    assert PER_MODES == ("per", "lap", "pal")
