@@ -14,7 +14,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from comparison.experiment import REPLAY_CLASSES, RunConfig, configure_torch_threads, train_run
+from comparison.experiment import VARIANTS, RunConfig, configure_torch_threads, train_run
 from comparison.runner import BACKENDS, PRESETS, plan_runs, run_comparison
 
 # RunConfig fields settable from both command lines: (flag, field, type, help).
@@ -24,10 +24,11 @@ _RUN_OPTIONS: tuple[tuple[str, str, Any, str], ...] = (
     ("--eval-freq", "eval_freq", int, "env steps between evaluations"),
     ("--eval-episodes", "eval_episodes", int, "evaluation episodes (one per seed from --eval-seed on)"),
     ("--eval-seed", "eval_seed", int, "seed of the first evaluation episode (held out from training seeds)"),
-    ("--alpha", "alpha", float, "PER priority exponent"),
+    ("--alpha", "alpha", float, "priority exponent of the per and rank variants"),
     ("--beta-start", "beta_start", float, "PER importance-sampling exponent at the start"),
     ("--beta-end", "beta_end", float, "PER importance-sampling exponent at the end of the run"),
     ("--epsilon", "epsilon", float, "PER priority offset"),
+    ("--lap-alpha", "lap_alpha", float, "exponent of the lap and pal variants"),
     ("--learning-rate", "learning_rate", float, "Adam learning rate"),
     ("--learning-starts", "learning_starts", int, "env steps collected before training"),
     ("--batch-size", "batch_size", int, "minibatch size"),
@@ -84,7 +85,9 @@ def train_parser() -> argparse.ArgumentParser:
         description="Train sb3_per.SAC once (uniform or prioritized replay) with periodic evaluation on "
         "held-out episodes; writes config.json, progress.csv, TensorBoard logs, evaluations.csv and model.zip.",
     )
-    parser.add_argument("--replay", choices=sorted(REPLAY_CLASSES), default="per", help="replay variant")
+    parser.add_argument(
+        "--replay", choices=sorted(VARIANTS), default="per", help="replay variant (see compare.py --help)"
+    )
     parser.add_argument("--seed", type=int, default=0, help="training seed")
     parser.add_argument("--out", type=Path, default=Path("runs"), help="output directory (a run folder inside)")
     parser.add_argument("--no-progress-bar", action="store_true", help="hide SB3's progress bar")
@@ -123,7 +126,12 @@ def compare_parser() -> argparse.ArgumentParser:
     parser.set_defaults(preset="default")
     parser.add_argument("--seeds", type=int, nargs="+", default=None, help="training seeds (default: the preset's)")
     parser.add_argument(
-        "--variants", nargs="+", choices=sorted(REPLAY_CLASSES), default=["uniform", "per"], help="replay variants"
+        "--variants",
+        nargs="+",
+        choices=sorted(VARIANTS),
+        default=["uniform", "per"],
+        help="replay variants (default: uniform per): uniform (SB3), per (proportional PER), rank (rank-based PER), "
+        "lap (loss-adjusted prioritization), pal (uniform replay with the prioritized approximation loss)",
     )
     parser.add_argument(
         "--backend",

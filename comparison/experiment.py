@@ -33,12 +33,43 @@ from comparison.report import EVALUATIONS_FILE, METRIC_COLUMNS
 from envs import SUMMARY_KEYS, FlatPolicy, ZScorePolicy
 from sb3_per import SAC, PrioritizedReplayBuffer
 from sb3_per.buffers import check_per_parameters
+from sb3_per.per_algorithm import check_per_mode
 
 DEFAULT_ENV_ID = "envs:PairsTrading-v0"
 CONFIG_FILE = "config.json"
 
-# Replay variants by name: the buffer class each uses. PER's own parameters live in RunConfig.
-REPLAY_CLASSES: dict[str, type[ReplayBuffer]] = {"uniform": ReplayBuffer, "per": PrioritizedReplayBuffer}
+
+@dataclass(frozen=True)
+class ReplayVariant:
+    """
+    How one variant of the comparison replays (its exponents and betas live in ``RunConfig``).
+
+    :param buffer_class: the replay buffer class
+    :param per_mode: ``sb3_per.SAC``'s ``per_mode``: ``"per"`` (IS-weighted loss), ``"lap"`` or ``"pal"``
+    :param prioritization: the prioritized buffer's ``prioritization``: ``"proportional"`` or ``"rank"``
+    :param td_error_reduction: how the twin critics' TD errors are combined (LAP and PAL take the max, as
+        their paper does)
+    """
+
+    buffer_class: type[ReplayBuffer]
+    per_mode: str = "per"
+    prioritization: str = "proportional"
+    td_error_reduction: str = "mean"
+
+
+# Replay variants by name.
+VARIANTS: dict[str, ReplayVariant] = {
+    # SB3's uniform replay
+    "uniform": ReplayVariant(ReplayBuffer),
+    # Schaul et al. 2016, proportional: P(i) ~ p_i ** alpha, IS-weighted critic loss
+    "per": ReplayVariant(PrioritizedReplayBuffer),
+    # Schaul et al. 2016, rank-based: P(i) ~ (1 / rank(i)) ** alpha, IS-weighted critic loss
+    "rank": ReplayVariant(PrioritizedReplayBuffer, prioritization="rank"),
+    # Fujimoto et al. 2020: P(i) ~ max(|d_i|, 1) ** alpha, unweighted Huber loss
+    "lap": ReplayVariant(PrioritizedReplayBuffer, per_mode="lap", td_error_reduction="max"),
+    # Fujimoto et al. 2020: uniform replay with the loss whose expected gradient is LAP's
+    "pal": ReplayVariant(ReplayBuffer, per_mode="pal", td_error_reduction="max"),
+}
 
 
 @dataclass(frozen=True)
@@ -46,7 +77,7 @@ class RunConfig:
     """
     Everything that determines one training run (two runs with equal configs compute the same thing).
 
-    :param variant: replay variant, a key of ``REPLAY_CLASSES``
+    :param variant: replay variant, a key of ``VARIANTS``
     :param seed: seed of SAC, the training env and the replay sampling
     :param total_steps: env steps to train for
     :param env_id: Gymnasium id of the env
@@ -54,11 +85,13 @@ class RunConfig:
     :param eval_freq: evaluate every this many env steps (and at step 0 and at the end)
     :param eval_episodes: evaluation episodes per evaluation
     :param eval_seed: seed of the first evaluation episode; episode ``i`` uses ``eval_seed + i``
-    :param alpha: PER priority exponent
-    :param beta_start: PER importance-sampling exponent at the start; annealed to ``beta_end`` over the
-        run's own gradient steps (not a fixed 200k-call schedule that a short run would never finish)
-    :param beta_end: PER importance-sampling exponent at the end of the run
-    :param epsilon: PER priority offset
+    :param alpha: priority exponent of the ``per`` and ``rank`` variants (Schaul et al. 2016)
+    :param beta_start: importance-sampling exponent of ``per`` and ``rank`` at the start; annealed to
+        ``beta_end`` over the run's own gradient steps (not a fixed 200k-call schedule that a short run would
+        never finish)
+    :param beta_end: importance-sampling exponent at the end of the run
+    :param epsilon: priority offset
+    :param lap_alpha: exponent of the ``lap`` and ``pal`` variants (0.4, as in Fujimoto et al. 2020)
     :param net_arch: hidden layers of the actor and critics
     :param learning_rate: Adam learning rate
     :param learning_starts: env steps collected before training starts
@@ -80,6 +113,7 @@ class RunConfig:
     beta_start: float = 0.4
     beta_end: float = 1.0
     epsilon: float = 1e-6
+    lap_alpha: float = 0.4
     net_arch: tuple[int, ...] = (64, 64)
     learning_rate: float = 3e-4
     learning_starts: int = 1_000
@@ -89,8 +123,8 @@ class RunConfig:
     ent_coef: str = "auto_0.1"
 
     def __post_init__(self) -> None:
-        if self.variant not in REPLAY_CLASSES:
-            raise ValueError(f"variant must be one of {sorted(REPLAY_CLASSES)}, got {self.variant!r}")
+        if self.variant not in VARIANTS:
+            raise ValueError(f"variant must be one of {sorted(VARIANTS)}, got {self.variant!r}")
         for name in ("total_steps", "eval_freq", "eval_episodes", "batch_size", "buffer_size"):
             value = getattr(self, name)
             if int(value) != value or value < 1:
@@ -115,6 +149,8 @@ class RunConfig:
             raise ValueError(f"net_arch must be one or more positive layer sizes, got {self.net_arch!r}")
         _check_ent_coef(self.ent_coef)
         check_per_parameters(self.alpha, self.beta_start, self.beta_end, epsilon=self.epsilon)
+        check_per_parameters(self.lap_alpha, self.beta_start, self.beta_end, epsilon=self.epsilon)
+        check_per_mode("pal", self.lap_alpha)
         object.__setattr__(self, "net_arch", tuple(self.net_arch))
 
     @property
@@ -132,16 +168,18 @@ class RunConfig:
         return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
 
     def replay_kwargs(self) -> dict[str, Any]:
-        """``replay_buffer_kwargs`` for the variant: PER's parameters, with beta annealed over this run."""
-        if self.variant == "uniform":
+        """``replay_buffer_kwargs`` of the variant: a prioritized buffer's parameters, beta annealed over this run."""
+        variant = VARIANTS[self.variant]
+        if not issubclass(variant.buffer_class, PrioritizedReplayBuffer):
             return {}
         gradient_steps = self.total_steps - self.learning_starts
         return dict(
-            alpha=self.alpha,
+            alpha=self.lap_alpha if variant.per_mode == "lap" else self.alpha,
             beta_start=self.beta_start,
             beta_end=self.beta_end,
             beta_anneal_steps=max(1, gradient_steps),
             epsilon=self.epsilon,
+            prioritization=variant.prioritization,
         )
 
 
@@ -168,8 +206,11 @@ def make_model(config: RunConfig, env: Any) -> SAC:
         batch_size=config.batch_size,
         gamma=config.gamma,
         ent_coef=config.ent_coef,
-        replay_buffer_class=REPLAY_CLASSES[config.variant],
+        replay_buffer_class=VARIANTS[config.variant].buffer_class,
         replay_buffer_kwargs=config.replay_kwargs(),
+        per_mode=VARIANTS[config.variant].per_mode,
+        td_error_reduction=VARIANTS[config.variant].td_error_reduction,
+        pal_alpha=config.lap_alpha,
         policy_kwargs=dict(net_arch=list(config.net_arch)),
         seed=config.seed,
         device="cpu",

@@ -2,9 +2,10 @@
 Benchmark: the cost of prioritized replay next to SB3's uniform replay, side by side in one process.
 
 Buffer cycle: on a full buffer (obs dim 8, action dim 1), one prioritized cycle is
-``sample(256)`` (with IS weights) + ``update_priorities(256)``; the floor is SB3's uniform
-``ReplayBuffer.sample(256)``. The two are timed interleaved, repetition by repetition, so machine
-noise hits both alike; the script prints medians and their ratio.
+``sample(256)`` (with IS weights) + ``update_priorities(256)``, for proportional and for rank-based
+prioritization; the floor is SB3's uniform ``ReplayBuffer.sample(256)``. The three are timed interleaved,
+repetition by repetition, so machine noise hits them alike; the script prints medians and their ratios to
+the uniform sample.
 
     python scripts/bench_buffer.py                    # 1e5 and 1e6 transitions
     python scripts/bench_buffer.py --sizes 100000 --repeats 2000
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from typing import Any
 
 import numpy as np
 import torch as th
@@ -26,9 +28,9 @@ OBS_SPACE = spaces.Box(-np.inf, np.inf, (8,), np.float32)
 ACTION_SPACE = spaces.Box(-1.0, 1.0, (1,), np.float32)
 
 
-def filled_buffer(buffer_class: type[ReplayBuffer], size: int, seed: int = 0) -> ReplayBuffer:
+def filled_buffer(buffer_class: type[ReplayBuffer], size: int, seed: int = 0, **kwargs: Any) -> ReplayBuffer:
     """A buffer of ``buffer_class`` holding ``size`` random transitions, written straight into its arrays."""
-    buffer = buffer_class(size, OBS_SPACE, ACTION_SPACE, device="cpu")
+    buffer = buffer_class(size, OBS_SPACE, ACTION_SPACE, device="cpu", **kwargs)
     rng = np.random.default_rng(seed)
     buffer.observations[:] = rng.standard_normal(buffer.observations.shape, dtype=np.float32)
     buffer.next_observations[:] = rng.standard_normal(buffer.next_observations.shape, dtype=np.float32)
@@ -37,29 +39,35 @@ def filled_buffer(buffer_class: type[ReplayBuffer], size: int, seed: int = 0) ->
     buffer.full = True
     if isinstance(buffer, PrioritizedReplayBuffer):
         # Spread-out priorities, as after training, rather than all at the entry priority.
-        buffer.tree.update(np.arange(size), rng.exponential(1.0, size) + 1e-3)
+        buffer.update_priorities(np.arange(size), rng.exponential(1.0, size))
     return buffer
 
 
 def time_buffer_cycles(size: int, batch_size: int, repeats: int) -> dict[str, float]:
-    """Median seconds of a uniform sample and of a prioritized sample + update, timed interleaved."""
+    """
+    Median seconds of a uniform sample and of a prioritized sample + update (proportional and rank),
+    timed interleaved.
+    """
     uniform = filled_buffer(ReplayBuffer, size)
-    prioritized = filled_buffer(PrioritizedReplayBuffer, size)
-    assert isinstance(prioritized, PrioritizedReplayBuffer)
+    prioritized = {
+        name: filled_buffer(PrioritizedReplayBuffer, size, prioritization=name) for name in ("proportional", "rank")
+    }
     rng = np.random.default_rng(1)
     td_errors = th.as_tensor(rng.standard_normal((repeats + 10, batch_size, 1), dtype=np.float32))
-    uniform_times, per_times = [], []
+    times: dict[str, list[float]] = {"uniform": [], **{name: [] for name in prioritized}}
     for i in range(repeats + 10):  # the first 10 warm up numba and caches, and are dropped
         start = time.perf_counter()
         uniform.sample(batch_size)
-        middle = time.perf_counter()
-        samples = prioritized.sample(batch_size)
-        prioritized.update_priorities(samples.indices, td_errors[i])
-        end = time.perf_counter()
+        ends = {"uniform": time.perf_counter()}
+        for name, buffer in prioritized.items():
+            samples = buffer.sample(batch_size)
+            buffer.update_priorities(samples.indices, td_errors[i])
+            ends[name] = time.perf_counter()
         if i >= 10:
-            uniform_times.append(middle - start)
-            per_times.append(end - middle)
-    return {"uniform": float(np.median(uniform_times)), "per": float(np.median(per_times))}
+            for name, end in ends.items():
+                times[name].append(end - start)
+                start = end
+    return {name: float(np.median(values)) for name, values in times.items()}
 
 
 def main() -> None:
@@ -71,11 +79,13 @@ def main() -> None:
     th.set_num_threads(1)
 
     print(f"buffer cycle, batch {args.batch_size}, median of {args.repeats} interleaved repeats")
-    print(f"{'size':>10} {'uniform sample':>16} {'PER sample+update':>19} {'ratio':>7}")
+    print(f"{'size':>10} {'uniform sample':>16} {'proportional sample+update':>28} {'rank sample+update':>22}")
     for size in args.sizes:
         medians = time_buffer_cycles(size, args.batch_size, args.repeats)
-        ratio = medians["per"] / medians["uniform"]
-        print(f"{size:>10} {medians['uniform'] * 1e6:>13.1f} us {medians['per'] * 1e6:>16.1f} us {ratio:>6.2f}x")
+        cells = [f"{medians['uniform'] * 1e6:>13.1f} us"]
+        for name, width in (("proportional", 16), ("rank", 10)):
+            cells.append(f"{medians[name] * 1e6:>{width}.1f} us ({medians[name] / medians['uniform']:.2f}x)")
+        print(f"{size:>10} " + " ".join(cells))
 
 
 if __name__ == "__main__":

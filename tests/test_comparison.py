@@ -11,17 +11,19 @@ import torch as th
 
 from comparison.cli import compare_main, train_main
 from comparison.experiment import (
+    VARIANTS,
     RunConfig,
     baseline_rows,
     episode_summaries,
     make_eval_envs,
+    make_model,
     summarize_episodes,
     train_run,
 )
 from comparison.report import METRIC_COLUMNS, iqm
 from comparison.runner import is_finished, plan_runs, run_dir
 from envs import ZScorePolicy, run_episodes
-from sb3_per import SAC
+from sb3_per import SAC, PrioritizedReplayBuffer
 
 TINY = [
     "--total-steps",
@@ -83,7 +85,8 @@ def test_per_beta_is_annealed_over_the_runs_own_gradient_steps():
 @pytest.mark.parametrize(
     ("fields", "message"),
     [
-        (dict(variant="rank"), "variant"),
+        (dict(variant="prioritised"), "variant"),
+        (dict(lap_alpha=-0.4), "alpha"),
         (dict(total_steps=0), "total_steps"),
         (dict(total_steps=100, learning_starts=100), "learning_starts"),
         (dict(alpha=-1.0), "alpha"),
@@ -132,6 +135,47 @@ def test_train_cli_runs_one_evaluated_run_and_writes_its_files(tmp_path):
     assert (evaluations["n_episodes"] == 3).all()
     progress = pd.read_csv(directory / "progress.csv")
     assert "train/per_beta" in progress.columns and "eval/mean_return" in progress.columns
+
+
+@pytest.mark.parametrize(
+    ("variant", "buffer_class", "per_mode", "prioritization", "alpha"),
+    [
+        ("uniform", "ReplayBuffer", "per", None, None),
+        ("per", "PrioritizedReplayBuffer", "per", "proportional", 0.7),
+        ("rank", "PrioritizedReplayBuffer", "per", "rank", 0.7),
+        ("lap", "PrioritizedReplayBuffer", "lap", "proportional", 0.3),
+        ("pal", "ReplayBuffer", "pal", None, None),
+    ],
+)
+def test_each_variant_builds_the_algorithm_and_buffer_of_its_paper(
+    variant, buffer_class, per_mode, prioritization, alpha
+):
+    config = RunConfig(variant=variant, alpha=0.7, lap_alpha=0.3, total_steps=1_000, learning_starts=100)
+    env = gym.make("envs:PairsTrading-v0")
+    model = make_model(config, env)
+    assert type(model.replay_buffer).__name__ == buffer_class
+    assert model.per_mode == per_mode
+    assert model.td_error_reduction == ("max" if variant in ("lap", "pal") else "mean")
+    if prioritization is None:
+        assert not isinstance(model.replay_buffer, PrioritizedReplayBuffer)
+    else:
+        assert (model.replay_buffer.prioritization, model.replay_buffer.alpha) == (prioritization, alpha)
+        assert model.replay_buffer.beta_anneal_steps == 900
+    if variant == "pal":
+        assert model.pal_alpha == 0.3
+    assert set(VARIANTS) == {"uniform", "per", "rank", "lap", "pal"}
+
+
+def test_the_rank_lap_and_pal_variants_run_end_to_end_in_the_quick_comparison(tmp_path):
+    variants = ["rank", "lap", "pal"]
+    argv = ["--quick", "--out", str(tmp_path), "--seeds", "0", "--variants", *variants, "--no-progress-bar", *TINY]
+    assert compare_main(argv)["failures"] == {}
+    evaluations = pd.read_csv(tmp_path / "evaluations.csv")
+    assert sorted(set(evaluations["variant"])) == sorted(variants)
+    assert np.isfinite(evaluations[list(METRIC_COLUMNS)].to_numpy()).all()
+    summary = (tmp_path / "summary.md").read_text()
+    for variant in variants:
+        assert re.search(rf"^\| {variant} \| 1 \| [+-]\d+\.\d+ ", summary, re.MULTILINE), summary
 
 
 def test_quick_comparison_end_to_end_then_resumes_without_rerunning(tmp_path):
