@@ -31,12 +31,9 @@ class DDPG(PrioritizedReplayMixin, stable_baselines3.DDPG):
     :param td_error_reduction: How the critics' TD errors become one priority per transition when there are
         several (``policy_kwargs={"n_critics": 2}``): ``"mean"`` (default) or ``"max"`` of ``|Q_i - y|``.
         With DDPG's single critic both are ``|Q - y|``. Only used with a ``PrioritizedReplayBuffer``.
-    :param per_mode: What the critic loss and the priorities are. ``"per"`` (default): the IS-weighted loss
-        above, priorities ``(|d| + epsilon) ** alpha`` from the TD errors ``d``. ``"lap"`` (LAP, Fujimoto, Meger &
-        Precup 2020): priorities ``max(|d|, 1) ** alpha`` and the unweighted Huber loss
-        ``sb3_per.per_algorithm.lap_loss``, with a proportional ``PrioritizedReplayBuffer``. ``"pal"`` (PAL, same
-        paper): uniform replay (leave ``replay_buffer_class`` unset) with ``sb3_per.per_algorithm.pal_loss``.
-        The paper uses ``td_error_reduction="max"`` and alpha 0.4 for both.
+    :param per_mode: What the critic loss and the priorities are: ``"per"`` (default, the IS-weighted loss
+        above), ``"lap"`` (LAP, with a proportional ``PrioritizedReplayBuffer``) or ``"pal"`` (PAL, with
+        uniform replay); Fujimoto, Meger & Precup 2020. Formulas in ``PrioritizedReplayMixin``.
     :param pal_alpha: PAL's exponent (``per_mode="pal"`` only)
     """
 

@@ -41,12 +41,9 @@ class TD3(PrioritizedReplayMixin, stable_baselines3.TD3):
     :param td_error_reduction: How the twin critics' TD errors become one priority signal per transition:
         ``"mean"`` (default) of ``|Q_i - y|`` over the critics, or ``"max"`` of ``|Q_i - y|`` (as LAP,
         Fujimoto et al. 2020, does). Only used with a ``PrioritizedReplayBuffer``.
-    :param per_mode: What the critic loss and the priorities are. ``"per"`` (default): the IS-weighted loss
-        above, priorities ``(|d| + epsilon) ** alpha`` from the TD errors ``d``. ``"lap"`` (LAP, Fujimoto, Meger &
-        Precup 2020): priorities ``max(|d|, 1) ** alpha`` and the unweighted Huber loss
-        ``sb3_per.per_algorithm.lap_loss``, with a proportional ``PrioritizedReplayBuffer``. ``"pal"`` (PAL, same
-        paper): uniform replay (leave ``replay_buffer_class`` unset) with ``sb3_per.per_algorithm.pal_loss``.
-        The paper uses ``td_error_reduction="max"`` and alpha 0.4 for both.
+    :param per_mode: What the critic loss and the priorities are: ``"per"`` (default, the IS-weighted loss
+        above), ``"lap"`` (LAP, with a proportional ``PrioritizedReplayBuffer``) or ``"pal"`` (PAL, with
+        uniform replay); Fujimoto, Meger & Precup 2020. Formulas in ``PrioritizedReplayMixin``.
     :param pal_alpha: PAL's exponent (``per_mode="pal"`` only)
     """
 
