@@ -23,14 +23,15 @@ class DDPG(PrioritizedReplayMixin, stable_baselines3.DDPG):
     SB3's DDPG trains with ``TD3.train`` (one critic by default, ``policy_delay=1``, no target smoothing), so
     with a ``PrioritizedReplayBuffer`` this trains with ``sb3_per.TD3``'s prioritized loop: IS-weighted
     ``mean(w * (Q - y) ** 2)`` critic loss, priorities written back from ``|Q - y|`` after each critic step,
-    the same ``train/per_*`` logger keys. With any other replay buffer it is exactly ``stable_baselines3.DDPG``.
+    the same ``train/per_*`` logger keys. With any other replay buffer and ``per_mode="per"`` it is exactly
+    ``stable_baselines3.DDPG``.
 
     The parameters are those of ``stable_baselines3.DDPG`` (``replay_buffer_class=PrioritizedReplayBuffer`` for
     prioritized replay, with its options ``alpha``, ``beta_start``, ... in ``replay_buffer_kwargs``), plus:
 
     :param td_error_reduction: How the critics' TD errors become one priority per transition when there are
         several (``policy_kwargs={"n_critics": 2}``): ``"mean"`` (default) or ``"max"`` of ``|Q_i - y|``.
-        With DDPG's single critic both are ``|Q - y|``. Only used with a ``PrioritizedReplayBuffer``.
+        With DDPG's single critic both are ``|Q - y|``. Used with a prioritized buffer, and by PAL.
     :param per_mode: What the critic loss and the priorities are: ``"per"`` (default, the IS-weighted loss
         above), ``"lap"`` (LAP, with a proportional ``PrioritizedReplayBuffer``) or ``"pal"`` (PAL, with
         uniform replay); Fujimoto, Meger & Precup 2020. Formulas in ``PrioritizedReplayMixin``.

@@ -32,7 +32,9 @@ class DQN(PrioritizedReplayMixin, stable_baselines3.DQN):
     also logs ``train/per_beta``, ``train/per_weight_mean``, ``train/per_priority_mean`` and
     ``train/per_priority_max``, as ``sb3_per.SAC`` does.
 
-    With any other replay buffer it is exactly ``stable_baselines3.DQN``: its ``train`` runs unchanged.
+    With any other replay buffer and ``per_mode="per"`` it is exactly ``stable_baselines3.DQN``: its ``train``
+    runs unchanged. ``per_mode="lap"`` and ``"pal"`` replace the loss and the priorities (see
+    ``PrioritizedReplayMixin``; LAP logs only the two priority keys, PAL none).
 
     The parameters are ``stable_baselines3.DQN``'s, plus:
 

@@ -5,7 +5,7 @@ own for uniform replay."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch as th
@@ -178,17 +178,44 @@ class PrioritizedReplayMixin:
 
     def _setup_model(self) -> None:
         super()._setup_model()  # type: ignore[misc]
-        prioritized = isinstance(self.replay_buffer, PrioritizedBufferMixin)  # type: ignore[attr-defined]
-        if self.per_mode == "lap" and not (prioritized and self.replay_buffer.prioritization == "proportional"):  # type: ignore[attr-defined]
+        self._check_replay_buffer_for_per_mode()
+
+    def load_replay_buffer(self, path: Any, truncate_last_traj: bool = True) -> None:
+        """
+        Load a replay buffer from a pickle file (SB3's ``load_replay_buffer``), checking that it suits ``per_mode``;
+        one that does not raises ``ValueError`` and the model keeps its buffer.
+
+        :param path: Path to the pickled replay buffer.
+        :param truncate_last_traj: When using ``HerReplayBuffer`` (SB3's parameter)
+        """
+        previous = self.replay_buffer  # type: ignore[attr-defined]
+        super().load_replay_buffer(path, truncate_last_traj)  # type: ignore[misc]
+        try:
+            self._check_replay_buffer_for_per_mode()
+        except ValueError:
+            self.replay_buffer = previous  # a refused buffer leaves the model as it was
+            raise
+
+    def _check_replay_buffer_for_per_mode(self) -> None:
+        """Raise ``ValueError`` if the replay buffer is not the kind ``per_mode`` samples from."""
+        buffer = self.replay_buffer  # type: ignore[attr-defined]
+        prioritized = isinstance(buffer, PrioritizedBufferMixin)
+        if self.per_mode == "lap" and not (prioritized and buffer.prioritization == "proportional"):
             raise ValueError(
-                "per_mode='lap' samples in proportion to its priorities: use "
-                "replay_buffer_class=PrioritizedReplayBuffer with prioritization='proportional'"
+                f"per_mode='lap' samples in proportion to its priorities, but the replay buffer is a "
+                f"{type(buffer).__name__}{' with rank-based prioritization' if prioritized else ''}: use "
+                "PrioritizedReplayBuffer (PrioritizedDictReplayBuffer for Dict observations) with "
+                "prioritization='proportional'"
             )
         if self.per_mode == "pal" and prioritized:
             raise ValueError(
-                "per_mode='pal' replaces prioritized sampling by its loss and samples uniformly: use a replay buffer "
-                "that is not prioritized (replay_buffer_class=None)"
+                "per_mode='pal' replaces prioritized sampling by its loss and samples uniformly, but the replay "
+                f"buffer is a {type(buffer).__name__}: use one that is not prioritized (replay_buffer_class=None)"
             )
+
+    def _excluded_save_params(self) -> list[str]:
+        # The statistics of the current training call are not part of the model.
+        return [*super()._excluded_save_params(), "_per_first_beta", "_per_sampled_weights"]  # type: ignore[misc]
 
     def train(self, gradient_steps: int, batch_size: int | None = None) -> None:
         """

@@ -43,7 +43,9 @@ class SAC(PrioritizedReplayMixin, stable_baselines3.SAC):
     ``train/per_priority_max`` (mean priority of the stored transitions and the buffer's largest priority,
     both raised to ``alpha``, after the write-back).
 
-    With any other replay buffer it is exactly ``stable_baselines3.SAC``: its ``train`` runs unchanged.
+    With any other replay buffer and ``per_mode="per"`` it is exactly ``stable_baselines3.SAC``: its ``train``
+    runs unchanged. ``per_mode="lap"`` and ``"pal"`` replace the loss and the priorities (see
+    ``PrioritizedReplayMixin``; LAP logs only the two priority keys, PAL none).
 
     :param policy: The policy model to use (MlpPolicy, CnnPolicy, ...)
     :param env: The environment to learn from (if registered in Gym, can be str)
@@ -95,7 +97,7 @@ class SAC(PrioritizedReplayMixin, stable_baselines3.SAC):
         Setting it to auto, the code will be run on the GPU if possible.
     :param td_error_reduction: How the twin critics' TD errors become one priority signal per transition:
         ``"mean"`` (default) of ``|Q_i - y|`` over the critics, or ``"max"`` of ``|Q_i - y|`` (as LAP,
-        Fujimoto et al. 2020, does). Only used with a ``PrioritizedReplayBuffer``.
+        Fujimoto et al. 2020, does). Used with a prioritized buffer, and by PAL.
     :param per_mode: What the critic loss and the priorities are: ``"per"`` (default, the IS-weighted loss
         above), ``"lap"`` (LAP, with a proportional ``PrioritizedReplayBuffer``) or ``"pal"`` (PAL, with
         uniform replay); Fujimoto, Meger & Precup 2020. Formulas in ``PrioritizedReplayMixin``.

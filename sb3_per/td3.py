@@ -33,14 +33,16 @@ class TD3(PrioritizedReplayMixin, stable_baselines3.TD3):
     Each training call also logs ``train/per_beta``, ``train/per_weight_mean``, ``train/per_priority_mean``
     and ``train/per_priority_max``, as ``sb3_per.SAC`` does.
 
-    With any other replay buffer it is exactly ``stable_baselines3.TD3``: its ``train`` runs unchanged.
+    With any other replay buffer and ``per_mode="per"`` it is exactly ``stable_baselines3.TD3``: its ``train``
+    runs unchanged. ``per_mode="lap"`` and ``"pal"`` replace the loss and the priorities (see
+    ``PrioritizedReplayMixin``; LAP logs only the two priority keys, PAL none).
 
     The parameters are those of ``stable_baselines3.TD3`` (``replay_buffer_class=PrioritizedReplayBuffer`` for
     prioritized replay, with its options ``alpha``, ``beta_start``, ... in ``replay_buffer_kwargs``), plus:
 
     :param td_error_reduction: How the twin critics' TD errors become one priority signal per transition:
         ``"mean"`` (default) of ``|Q_i - y|`` over the critics, or ``"max"`` of ``|Q_i - y|`` (as LAP,
-        Fujimoto et al. 2020, does). Only used with a ``PrioritizedReplayBuffer``.
+        Fujimoto et al. 2020, does). Used with a prioritized buffer, and by PAL.
     :param per_mode: What the critic loss and the priorities are: ``"per"`` (default, the IS-weighted loss
         above), ``"lap"`` (LAP, with a proportional ``PrioritizedReplayBuffer``) or ``"pal"`` (PAL, with
         uniform replay); Fujimoto, Meger & Precup 2020. Formulas in ``PrioritizedReplayMixin``.

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch as th
 from per_checks import priorities
+from stable_baselines3.common.save_util import load_from_zip_file
 from torch.nn import functional as F
 
 import sb3_per.per_algorithm as per_algorithm
@@ -163,3 +164,28 @@ def test_per_mode_survives_save_and_load(tmp_path):
 
 def test_per_modes_are_the_documented_three():
     assert PER_MODES == ("per", "lap", "pal")
+
+
+def test_a_loaded_replay_buffer_must_suit_per_mode(tmp_path):
+    lap = SAC("MlpPolicy", "Pendulum-v1", replay_buffer_class=PrioritizedReplayBuffer, per_mode="lap", **small())
+    lap.learn(60)
+    lap.save_replay_buffer(tmp_path / "prioritized.pkl")
+    pal = TD3("MlpPolicy", "Pendulum-v1", per_mode="pal", **small())
+    with pytest.raises(ValueError, match=r"per_mode='pal' .* is a PrioritizedReplayBuffer"):
+        pal.load_replay_buffer(tmp_path / "prioritized.pkl")
+    assert not isinstance(pal.replay_buffer, PrioritizedReplayBuffer)  # the refused buffer was not kept
+    pal.save_replay_buffer(tmp_path / "uniform.pkl")
+    with pytest.raises(ValueError, match=r"per_mode='lap' .* is a ReplayBuffer"):
+        lap.load_replay_buffer(tmp_path / "uniform.pkl")
+    lap.load_replay_buffer(tmp_path / "prioritized.pkl")  # the right kind still loads
+    assert lap.replay_buffer.n_transitions == 60
+
+
+def test_the_training_calls_statistics_are_not_saved_with_the_model(tmp_path):
+    model = SAC("MlpPolicy", "Pendulum-v1", replay_buffer_class=PrioritizedReplayBuffer, **small())
+    model.learn(60)
+    assert model._per_sampled_weights  # kept for the logger during training
+    model.save(tmp_path / "model.zip")
+    data, _, _ = load_from_zip_file(tmp_path / "model.zip")
+    assert not any(key.startswith("_per_") for key in data)
+    assert data["per_mode"] == "per"
