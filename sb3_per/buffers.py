@@ -70,6 +70,9 @@ class PrioritizedBufferMixin:
     SAMPLES_BEFORE_NO_UPDATE_WARNING = 100
     # What the subclass's `sample` returns
     samples_class: Any
+    # Defaults for buffers pickled before rank-based prioritization existed (save_replay_buffer files)
+    prioritization: str = "proportional"
+    ranks: RankHeap | None = None
 
     # Set by SB3's buffer constructor
     buffer_size: int

@@ -399,6 +399,19 @@ class RankHeap:
         _rebuild_from_sorted_keys(self._spare_heap, self._position, keys, self._heap, self._position_bits)
         self._heap, self._spare_heap = self._spare_heap, self._heap
 
+    def __getstate__(self) -> dict:
+        # Leave out what is rebuilt from capacity and alpha, and sort()'s scratch space: a pickled buffer
+        # (save_replay_buffer) then carries 24 bytes per leaf, not 64.
+        state = self.__dict__.copy()
+        for name in ("_rank_weight", "_rank_cumsum", "_spare_heap", "_sort_keys"):
+            state.pop(name, None)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._rank_weight, self._rank_cumsum = _rank_weights_and_cumsum(self.capacity, self.alpha)
+        self._spare_heap = self._sort_keys = None
+
     def clear(self) -> None:
         """Remove every leaf (size 0) and restart the count towards the automatic re-sort."""
         self._position[self._heap["leaf"][: self.size]] = -1

@@ -366,6 +366,32 @@ def test_pickle_round_trip_keeps_priorities_max_and_beta_progress():
     np.testing.assert_array_equal(a.indices, b.indices)
 
 
+def test_buffers_pickled_before_rank_based_prioritization_still_sample():
+    buffer = make_buffer(buffer_size=10)
+    add_steps(buffer, 10)
+    del buffer.prioritization, buffer.ranks  # as pickled by sb3-per before prioritization="rank"
+    loaded = pickle.loads(pickle.dumps(buffer))
+    assert (loaded.prioritization, loaded.ranks) == ("proportional", None)
+    assert loaded.sample(4).weights.shape == (4, 1)
+
+
+def test_rank_based_buffer_pickles_without_what_it_can_rebuild():
+    buffer = make_buffer(buffer_size=1000, prioritization="rank")
+    add_steps(buffer, 1000)
+    buffer.update_priorities(np.arange(1000), np.random.default_rng(0).exponential(size=1000))
+    buffer.ranks.sort()  # allocates sort()'s scratch arrays
+    loaded = pickle.loads(pickle.dumps(buffer))
+    assert len(pickle.dumps(buffer.ranks)) < 30 * 1000  # 24 bytes a leaf, not 64
+    np.testing.assert_array_equal(loaded.ranks.position(np.arange(1000)), buffer.ranks.position(np.arange(1000)))
+    set_random_seed(3)
+    expected = buffer.sample(32)
+    set_random_seed(3)
+    got = loaded.sample(32)
+    np.testing.assert_array_equal(got.indices, expected.indices)
+    assert th.equal(got.weights, expected.weights)
+    loaded.ranks.sort()  # its scratch arrays come back on demand
+
+
 def test_reset_forgets_priorities():
     buffer = make_buffer(buffer_size=10)
     add_steps(buffer, 10)
