@@ -82,8 +82,9 @@ def train_parser() -> argparse.ArgumentParser:
     """Parser of ``scripts/train.py``."""
     parser = argparse.ArgumentParser(
         prog="train.py",
-        description="Train sb3_per.SAC once (uniform or prioritized replay) with periodic evaluation on "
-        "held-out episodes; writes config.json, progress.csv, TensorBoard logs, evaluations.csv and model.zip.",
+        description="Train sb3_per.SAC once (one replay variant: uniform, per, rank, lap or pal) with periodic "
+        "evaluation on held-out episodes; writes config.json, progress.csv, TensorBoard logs, evaluations.csv "
+        "and model.zip.",
     )
     parser.add_argument(
         "--replay", choices=sorted(VARIANTS), default="per", help="replay variant (see compare.py --help)"
@@ -114,8 +115,9 @@ def compare_parser() -> argparse.ArgumentParser:
     """Parser of ``scripts/compare.py``."""
     parser = argparse.ArgumentParser(
         prog="compare.py",
-        description="Compare PER-SAC with uniform SAC over seeds on the pairs-trading env, next to the z-score "
-        "and flat baselines; writes evaluations.csv, baselines.csv, summary.md and PNG plots. Resumable: "
+        description="Compare SAC replay variants (uniform, PER, rank-based PER, LAP, PAL) over seeds on the "
+        "pairs-trading env, next to the z-score and flat baselines; writes evaluations.csv, baselines.csv, "
+        "summary.md and PNG plots. Resumable: "
         "finished runs in --out are not rerun. Presets (seeds per variant, then the settings each sets over "
         f"the defaults {dataclasses.asdict(_DEFAULTS)}): "
         + "; ".join(f"{name}: {p.n_seeds} seeds, {p.overrides}" for name, p in PRESETS.items()),

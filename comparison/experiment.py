@@ -31,9 +31,8 @@ from stable_baselines3.common.logger import configure
 import envs  # noqa: F401  (registers PairsTrading-v0)
 from comparison.report import EVALUATIONS_FILE, METRIC_COLUMNS
 from envs import SUMMARY_KEYS, FlatPolicy, ZScorePolicy
-from sb3_per import SAC, PrioritizedReplayBuffer
+from sb3_per import SAC, PrioritizedBufferMixin, PrioritizedReplayBuffer
 from sb3_per.buffers import check_per_parameters
-from sb3_per.per_algorithm import check_per_mode
 
 DEFAULT_ENV_ID = "envs:PairsTrading-v0"
 CONFIG_FILE = "config.json"
@@ -150,7 +149,6 @@ class RunConfig:
         _check_ent_coef(self.ent_coef)
         check_per_parameters(self.alpha, self.beta_start, self.beta_end, epsilon=self.epsilon)
         check_per_parameters(self.lap_alpha, self.beta_start, self.beta_end, epsilon=self.epsilon)
-        check_per_mode("pal", self.lap_alpha)
         object.__setattr__(self, "net_arch", tuple(self.net_arch))
 
     @property
@@ -167,10 +165,22 @@ class RunConfig:
         """The config as JSON (tuples become lists)."""
         return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
 
+    @classmethod
+    def from_json(cls, text: str) -> RunConfig:
+        """
+        The config that ``to_json`` wrote; fields it lacks (written before they existed) take their defaults.
+
+        :raises ValueError: the text is not such a config
+        """
+        try:
+            return cls(**json.loads(text))
+        except (TypeError, json.JSONDecodeError) as error:
+            raise ValueError(f"not a RunConfig: {error}") from None
+
     def replay_kwargs(self) -> dict[str, Any]:
         """``replay_buffer_kwargs`` of the variant: a prioritized buffer's parameters, beta annealed over this run."""
         variant = VARIANTS[self.variant]
-        if not issubclass(variant.buffer_class, PrioritizedReplayBuffer):
+        if not issubclass(variant.buffer_class, PrioritizedBufferMixin):
             return {}
         gradient_steps = self.total_steps - self.learning_starts
         return dict(

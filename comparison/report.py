@@ -1,4 +1,4 @@
-"""Reporting half of the PER-SAC vs uniform SAC comparison: aggregate statistics over seeds, ``summary.md`` and plots.
+"""Reporting half of the comparison of SAC replay variants: aggregate statistics over seeds, ``summary.md`` and plots.
 
 Inputs are two CSV files written by the comparison runner:
 
@@ -683,7 +683,7 @@ def write_summary_md(
     else:
         at = f"final evaluations at different steps ({', '.join(_steps(s) for s in final_steps)} env steps)"
     lines = [
-        "# PER-SAC vs uniform SAC: summary",
+        "# SAC replay variants on the pairs env: summary",
         "",
         f"Each learning run's {at}; fixed baselines evaluated on the same evaluation episodes. "
         f"CIs are {level} percentile bootstrap intervals over seeds.",

@@ -90,7 +90,7 @@ def is_finished(out_dir: Path, config: RunConfig) -> bool:
     """
     directory = run_dir(out_dir, config)
     config_path = directory / CONFIG_FILE
-    if config_path.exists() and config_path.read_text() != config.to_json():
+    if config_path.exists() and _stored_config(config_path) != config:
         raise ValueError(
             f"{config_path} was written with other settings than this comparison's; "
             "use another output directory or delete it"
@@ -114,6 +114,14 @@ def check_backend(backend: str, ray_address: str | None = None) -> None:
 
 # Called once per run as it ends: its config and None, or its config and its error text.
 _Record = Callable[[RunConfig, str | None], None]
+
+
+def _stored_config(path: Path) -> RunConfig | None:
+    """The config a run directory holds (fields added since it was written take their defaults); None if unreadable."""
+    try:
+        return RunConfig.from_json(path.read_text())
+    except ValueError:
+        return None
 
 
 def _train_in_worker(config: RunConfig, directory: Path) -> None:

@@ -219,6 +219,22 @@ def test_a_finished_run_with_other_settings_is_refused(tmp_path):
         is_finished(tmp_path, config)
 
 
+def test_a_run_written_before_a_config_field_existed_is_still_recognised(tmp_path):
+    config = RunConfig(variant="per", seed=0)
+    directory = run_dir(tmp_path, config)
+    directory.mkdir(parents=True)
+    stored = json.loads(config.to_json())
+    del stored["lap_alpha"]  # a field added later, at its default
+    (directory / "config.json").write_text(json.dumps(stored))
+    (directory / "evaluations.csv").write_text("run\n")
+    assert is_finished(tmp_path, config)
+    with pytest.raises(ValueError, match="other settings"):
+        is_finished(tmp_path, RunConfig(variant="per", seed=0, lap_alpha=0.5))
+    (directory / "config.json").write_text("{not json")
+    with pytest.raises(ValueError, match="other settings"):
+        is_finished(tmp_path, config)
+
+
 @pytest.mark.parametrize(
     ("argv", "message"), [(["--seeds", "0", "0"], "--seeds lists"), (["--variants", "per", "per"], "--variants lists")]
 )
