@@ -102,7 +102,7 @@ def test_run_config_rejects_bad_settings(fields, message):
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--replay", "rank"], "--replay"),
+        (["--replay", "prioritised"], "--replay"),
         (["--alpha", "-1"], "alpha must be"),
         (["--total-steps", "0"], "total_steps must be"),
         (["--total-steps", "ten"], "--total-steps"),
