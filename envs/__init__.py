@@ -21,7 +21,14 @@ from envs.pairs_trading import (
     SUMMARY_KEYS,
     PairsTradingEnv,
 )
-from envs.price_data import SAMPLE_CSV_PATH, load_prices_csv, validate_prices
+from envs.price_data import (
+    SAMPLE_COLUMNS,
+    SAMPLE_CSV_PATH,
+    PriceHistory,
+    load_price_history,
+    load_prices_csv,
+    validate_prices,
+)
 from envs.regime_model import BREAK, NORMAL, REGIME_NAMES, STRESS, PairPath, RegimeParams, simulate_path
 
 ENV_ID = "PairsTrading-v0"
@@ -44,15 +51,18 @@ __all__ = [
     "REGIME_FEATURE_NAMES",
     "REGIME_NAMES",
     "REGIME_UNKNOWN",
+    "SAMPLE_COLUMNS",
     "SAMPLE_CSV_PATH",
     "STRESS",
     "SUMMARY_KEYS",
     "FlatPolicy",
     "PairPath",
     "PairsTradingEnv",
+    "PriceHistory",
     "RandomPolicy",
     "RegimeParams",
     "ZScorePolicy",
+    "load_price_history",
     "load_prices_csv",
     "run_episodes",
     "simulate_path",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -16,7 +17,7 @@ from envs.features import (
     pair_features,
     required_history,
 )
-from envs.price_data import validate_prices
+from envs.price_data import load_prices_csv, validate_prices
 from envs.regime_model import N_REGIMES, REGIME_NAMES, RegimeParams, simulate_path
 from envs.rendering import render_pair_image
 
@@ -81,6 +82,36 @@ def _check_float(name: str, value: Any, low: float, high: float = math.inf, high
     return number
 
 
+def _check_price_rows(value: Any, n_rows: int, window_rows: int) -> tuple[int, int]:
+    """Return ``price_rows`` as ``(start, stop)``: ``(0, n_rows)`` for ``None``, else a checked row range.
+
+    :param value: ``None`` or a pair ``[start, stop)`` of row indices of the price history.
+    :param n_rows: rows of the price history.
+    :param window_rows: rows of one episode window (``warmup + episode_length + 1``), the least the range must hold.
+    :raises ValueError: not a pair of integers with ``0 <= start < stop <= n_rows``, or fewer than ``window_rows``.
+    """
+    if value is None:
+        return 0, n_rows
+    pair = tuple(value) if isinstance(value, (list, tuple, np.ndarray)) else ()
+    is_index = [isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_)) for i in pair]
+    if len(pair) != 2 or not all(is_index) or not 0 <= pair[0] < pair[1] <= n_rows:
+        raise ValueError(f"price_rows must be [start, stop) with 0 <= start < stop <= {n_rows} (rows), got {value!r}")
+    start, stop = int(pair[0]), int(pair[1])
+    if stop - start < window_rows:
+        raise ValueError(
+            f"price_rows {value!r} holds {stop - start} rows, fewer than the {window_rows} of one episode window "
+            "(warmup + episode_length + 1)"
+        )
+    return start, stop
+
+
+def _check_price_columns(value: Any) -> tuple[str, str]:
+    """Return ``price_columns`` as a tuple if it names two columns, else raise a ValueError naming it."""
+    if not isinstance(value, (list, tuple)) or len(value) != 2 or not all(isinstance(name, str) for name in value):
+        raise ValueError(f"price_columns must be two column names (leg A, leg B), got {value!r}")
+    return value[0], value[1]
+
+
 def _as_regime_params(value: RegimeParams | dict[str, Any] | None) -> RegimeParams:
     """Return a :class:`RegimeParams` from ``None`` (defaults), a dict of its fields, or an instance."""
     if value is None:
@@ -110,11 +141,15 @@ class PairsTradingEnv(gym.Env[np.ndarray, np.ndarray]):
     Drift and hedge jump are drawn at each break onset; when a break ends the hedge ratio returns to its base and
     the spread mean-reverts toward its level at that moment. Regimes follow a Markov chain with daily transition
     matrix `[[0.990, 0.008, 0.002], [0.040, 0.950, 0.010], [0.030, 0.003, 0.967]]`. Every number above is a
-    field of `RegimeParams` (argument `regime_params`). With `prices=...` the env instead replays random windows
-    of a real (or any) price history.
+    field of `RegimeParams` (argument `regime_params`). With `prices=...` (an array) or `prices_csv=...` (a CSV file)
+    the env instead replays random windows of a real (or any) price history; `price_rows=[start, stop]` confines
+    every window, warm-up included, to rows `start` to `stop - 1` of it (walk-forward: train on the earlier rows,
+    evaluate on the later ones; `envs.walk_forward_split` computes the two ranges, by date or by row fraction).
 
-    Each `reset` builds a fresh episode of `warmup + episode_length + 1` days from `self.np_random` (same seed,
-    same path, bit for bit) and precomputes every action-independent quantity, so `step` only indexes arrays.
+    Each `reset` builds a fresh episode of `window_rows = warmup + episode_length + 1` days from `self.np_random`
+    (same seed, same path, bit for bit) and precomputes every action-independent quantity, so `step` only indexes
+    arrays. On price data, `episode_rows` is the half-open range of history rows the current episode reads (its
+    start drawn uniformly among the windows that fit in `price_rows`); it is `None` on synthetic data.
 
     ## Action Space
 
@@ -177,12 +212,16 @@ class PairsTradingEnv(gym.Env[np.ndarray, np.ndarray]):
     >>> env = gym.make("envs:PairsTrading-v0", observe_regime=True)
     >>> obs, info = env.reset(seed=0)
     >>> env = gym.make("envs:PairsTrading-v0", prices=envs.load_prices_csv())  # replay the bundled CSV
+    >>> env = gym.make("envs:PairsTrading-v0", prices_csv=str(envs.SAMPLE_CSV_PATH), price_rows=[0, 1000])
 
     ```
 
     | Parameter           | Type                          | Default | Description                                    |
     |---------------------|-------------------------------|---------|------------------------------------------------|
     | `prices`            | (T, 2) array / DataFrame      | `None`  | prices of legs A, B to replay; None: synthetic |
+    | `prices_csv`        | str, path or None             | `None`  | CSV to replay instead (`envs.load_prices_csv`) |
+    | `price_columns`     | two str or None               | `None`  | CSV columns of legs A, B; None: SAMPLE_COLUMNS |
+    | `price_rows`        | `[start, stop]` or None       | `None`  | rows the episodes may read; None: all rows     |
     | `episode_length`    | int                           | `252`   | trading steps per episode                      |
     | `warmup`            | int                           | `60`    | days before the first decision (>= look-back)  |
     | `cost_bps`          | float                         | `5.0`   | cost per leg per unit of notional traded, bps  |
@@ -197,8 +236,10 @@ class PairsTradingEnv(gym.Env[np.ndarray, np.ndarray]):
     | `corr_window`       | int                           | `20`    | days for the legs' correlation                 |
     | `render_mode`       | `"rgb_array"`, `"ansi"`, None | `None`  | image of prices/spread/position, or text line  |
 
-    Invalid arguments and invalid price data (wrong shape, NaN/inf, non-positive prices, fewer than
-    `warmup + episode_length + 1` rows) raise `ValueError` naming the argument and the value.
+    Every argument but `prices` and `regime_params` as a `RegimeParams` is JSON-friendly, so a price-data env can be
+    described by plain kwargs (`prices_csv`, `price_columns`, `price_rows`), e.g. in a stored configuration.
+    Invalid arguments and invalid price data (wrong shape, NaN/inf, non-positive prices, fewer than `window_rows`
+    rows, in the whole history or in `price_rows`) raise `ValueError` naming the argument and the value.
 
     ## Version History
 
@@ -211,6 +252,9 @@ class PairsTradingEnv(gym.Env[np.ndarray, np.ndarray]):
         self,
         prices: Any = None,
         *,
+        prices_csv: str | Path | None = None,
+        price_columns: list[str] | tuple[str, str] | None = None,
+        price_rows: list[int] | tuple[int, int] | None = None,
         episode_length: int = 252,
         warmup: int = 60,
         cost_bps: float = 5.0,
@@ -245,19 +289,30 @@ class PairsTradingEnv(gym.Env[np.ndarray, np.ndarray]):
             raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
         self.render_mode = render_mode
 
-        n_points = self.warmup + self.episode_length + 1
+        self.window_rows = self.warmup + self.episode_length + 1
+        if prices is not None and prices_csv is not None:
+            raise ValueError(f"pass prices or prices_csv, not both; got prices_csv={prices_csv!r}")
+        if price_columns is not None and prices_csv is None:
+            raise ValueError(f"price_columns only applies to prices_csv, got price_columns={price_columns!r}")
+        if prices_csv is not None:
+            columns = None if price_columns is None else _check_price_columns(price_columns)
+            prices = load_prices_csv(prices_csv, columns)
         if prices is None:
+            if price_rows is not None:
+                raise ValueError(f"price_rows only applies to price data (prices or prices_csv), got {price_rows!r}")
             self.regime_params: RegimeParams | None = _as_regime_params(regime_params)
             self._log_prices: np.ndarray | None = None
+            self.price_rows: tuple[int, int] | None = None
         else:
             if regime_params is not None:
                 raise ValueError(f"regime_params only applies to synthetic data (prices=None), got {regime_params!r}")
             if self.observe_regime:
                 raise ValueError("observe_regime=True needs regime labels, which only synthetic data has (prices=None)")
             self.regime_params = None
-            self._log_prices = np.log(
-                validate_prices(prices, min_rows=n_points, needed_for="warmup + episode_length + 1")
-            )
+            history = validate_prices(prices, min_rows=self.window_rows, needed_for="warmup + episode_length + 1")
+            self.price_rows = _check_price_rows(price_rows, len(history), self.window_rows)
+            # Only the rows in price_rows are kept, so no episode can read a price outside them.
+            self._log_prices = np.log(history[self.price_rows[0] : self.price_rows[1]])
 
         self.feature_names = FEATURE_NAMES + (REGIME_FEATURE_NAMES if self.observe_regime else ())
         low = np.concatenate([MARKET_FEATURE_LOW, [-1.0], np.zeros(N_REGIMES * self.observe_regime)])
@@ -267,18 +322,21 @@ class PairsTradingEnv(gym.Env[np.ndarray, np.ndarray]):
 
         self._cost_rate = self.cost_bps / 10_000.0
         self._step_index = -1  # -1: reset() not called yet
+        self.episode_rows: tuple[int, int] | None = None
         self._done = True
 
     # ------------------------------------------------------------------ episode construction (action-independent)
 
     def _draw_episode_log_prices(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """Return ``(log_a, log_b, regime)`` of a fresh episode window; ``regime`` is ``None`` for real data."""
-        n_points = self.warmup + self.episode_length + 1
+        n_points = self.window_rows
         if self._log_prices is None:
             path = simulate_path(n_points - 1, self.np_random, self.regime_params)
             return path.log_a, path.log_b, path.regime
         start = int(self.np_random.integers(0, len(self._log_prices) - n_points + 1))
         window = self._log_prices[start : start + n_points]
+        first_row = self.price_rows[0] + start
+        self.episode_rows = (first_row, first_row + n_points)
         return window[:, 0], window[:, 1], None
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
@@ -390,6 +448,5 @@ class PairsTradingEnv(gym.Env[np.ndarray, np.ndarray]):
         log_a, log_b = self._log_a[: day + 1], self._log_b[: day + 1]
         position = np.zeros(day + 1)
         position[self.warmup :] = self._observations[: k + 1, OBS_POSITION]
-        n_points = self.warmup + self.episode_length + 1
         spread = log_a - self._hedge[k] * log_b
-        return render_pair_image(log_a, log_b, spread, self._regime, position, n_points, self.warmup)
+        return render_pair_image(log_a, log_b, spread, self._regime, position, self.window_rows, self.warmup)

@@ -1,4 +1,4 @@
-"""Price data for :class:`envs.PairsTradingEnv`: validation, CSV loading and the bundled synthetic sample.
+"""Price data for :class:`envs.PairsTradingEnv`: validation, CSV loading (prices and dates) and the bundled sample.
 
 The bundled ``envs/data/pairs_sample.csv`` is made by the regime model (no network access needed). Regenerate it
 with ``python -c "from envs.price_data import write_sample_csv; write_sample_csv()"``.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -18,6 +18,7 @@ SAMPLE_CSV_PATH = Path(__file__).resolve().parent / "data" / "pairs_sample.csv"
 SAMPLE_COLUMNS = ("price_a", "price_b")
 SAMPLE_ROWS = 1500
 SAMPLE_SEED = 2024
+DATE_COLUMN = "date"  # matched in any letter case
 
 
 def validate_prices(prices: Any, min_rows: int = 2, needed_for: str = "") -> np.ndarray:
@@ -48,15 +49,30 @@ def validate_prices(prices: Any, min_rows: int = 2, needed_for: str = "") -> np.
     return array
 
 
-def load_prices_csv(path: str | Path | None = None, columns: tuple[str, str] = SAMPLE_COLUMNS) -> np.ndarray:
-    """Load a pair's prices from a CSV file with a header row.
+class PriceHistory(NamedTuple):
+    """A pair's price history as read from a CSV file.
 
-    :param path: CSV file; ``None`` loads the bundled synthetic sample (``SAMPLE_CSV_PATH``).
-    :param columns: names of the leg-A and leg-B price columns.
-    :return: validated float64 array of shape (T, 2).
-    :raises ValueError: missing columns, non-numeric cells or invalid prices.
+    :param prices: validated float64 array of shape (T, 2) (column 0: leg A, column 1: leg B).
+    :param dates: ``datetime64[D]`` array of shape (T,), strictly increasing, or ``None`` without a date column.
+    """
+
+    prices: np.ndarray
+    dates: np.ndarray | None
+
+
+def load_price_history(path: str | Path | None = None, columns: tuple[str, str] | None = None) -> PriceHistory:
+    """Load a pair's prices, and their dates if the CSV has a date column, from a CSV file with a header row.
+
+    The date column is the first one named ``date`` in any letter case (``Date`` as exported by most data vendors);
+    its cells are ISO dates (``YYYY-MM-DD``, optionally followed by a time, which is dropped).
+
+    :param path: CSV file; ``None`` loads the bundled synthetic sample (``SAMPLE_CSV_PATH``, no date column).
+    :param columns: names of the leg-A and leg-B price columns; ``None``: ``SAMPLE_COLUMNS``.
+    :return: the validated prices and the dates (``None`` without a date column).
+    :raises ValueError: missing columns, non-numeric cells, invalid prices, unreadable or non-increasing dates.
     """
     path = SAMPLE_CSV_PATH if path is None else Path(path)
+    columns = SAMPLE_COLUMNS if columns is None else columns
     with path.open(newline="") as handle:
         reader = csv.reader(handle)
         header = [name.strip() for name in next(reader, [])]
@@ -64,14 +80,44 @@ def load_prices_csv(path: str | Path | None = None, columns: tuple[str, str] = S
         if missing:
             raise ValueError(f"columns {missing} not found in the header {header} of {path}")
         indices = [header.index(name) for name in columns]
+        date_index = next((i for i, name in enumerate(header) if name.lower() == DATE_COLUMN), None)
         try:
-            rows = [[row[i] for i in indices] for row in reader if row]
-            values = np.array(rows, dtype=np.float64).reshape(-1, 2)
+            rows = [row for row in reader if row]
+            values = np.array([[row[i] for i in indices] for row in rows], dtype=np.float64).reshape(-1, 2)
+            date_cells = None if date_index is None else [row[date_index].strip() for row in rows]
         except IndexError:
             raise ValueError(f"line {reader.line_num} of {path} has fewer cells than the header") from None
         except ValueError as error:
             raise ValueError(f"non-numeric price in {path}: {error}") from None
-    return validate_prices(values)
+    prices = validate_prices(values)
+    return PriceHistory(prices, None if date_cells is None else parse_dates(date_cells, f"{path}"))
+
+
+def parse_dates(cells: list[str], source: str) -> np.ndarray:
+    """Return ISO date strings as a strictly increasing ``datetime64[D]`` array.
+
+    :param cells: one date per row, ``YYYY-MM-DD`` (a trailing time of day is dropped).
+    :param source: where the dates come from, quoted in error messages.
+    :raises ValueError: a cell is not an ISO date, or a date is not later than the one before it.
+    """
+    try:
+        dates = np.array(cells, dtype="datetime64[D]")
+    except ValueError as error:
+        raise ValueError(f"unreadable date in {source} (expected YYYY-MM-DD): {error}") from None
+    missing = np.flatnonzero(np.isnat(dates))  # numpy reads an empty cell or "NaT" as not-a-time
+    if missing.size:
+        row = int(missing[0])
+        raise ValueError(f"unreadable date in {source} (expected YYYY-MM-DD): {cells[row]!r} at row {row}")
+    not_later = np.flatnonzero(np.diff(dates) <= np.timedelta64(0, "D"))
+    if not_later.size:
+        row = int(not_later[0]) + 1
+        raise ValueError(f"dates in {source} must increase, got {dates[row]} at row {row} after {dates[row - 1]}")
+    return dates
+
+
+def load_prices_csv(path: str | Path | None = None, columns: tuple[str, str] | None = None) -> np.ndarray:
+    """Return the validated (T, 2) float64 prices of :func:`load_price_history` (the dates dropped)."""
+    return load_price_history(path, columns).prices
 
 
 def sample_prices(n_rows: int = SAMPLE_ROWS, seed: int = SAMPLE_SEED, params: RegimeParams | None = None) -> np.ndarray:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from envs import SAMPLE_CSV_PATH, PairsTradingEnv, load_prices_csv, validate_prices
+from envs import SAMPLE_CSV_PATH, PairsTradingEnv, load_price_history, load_prices_csv, validate_prices
 from envs.price_data import sample_prices, write_prices_csv
 
 
@@ -56,6 +56,38 @@ def test_bad_csv_raises_a_clear_value_error(tmp_path, text, message):
     path.write_text(text)
     with pytest.raises(ValueError, match=message):
         load_prices_csv(path)
+
+
+@pytest.mark.parametrize("name", ["date", "Date", "DATE"])
+def test_a_date_column_in_any_case_gives_the_rows_dates(tmp_path, name):
+    path = tmp_path / "pair.csv"
+    path.write_text(f"b,{name},a\n2.0,2024-01-02,1.0\n2.5,2024-01-05 00:00:00,1.5\n")
+    history = load_price_history(path, columns=("a", "b"))
+    np.testing.assert_array_equal(history.prices, [[1.0, 2.0], [1.5, 2.5]])
+    np.testing.assert_array_equal(history.dates, np.array(["2024-01-02", "2024-01-05"], dtype="datetime64[D]"))
+    np.testing.assert_array_equal(load_prices_csv(path, columns=("a", "b")), history.prices)
+
+
+def test_a_csv_without_date_column_has_no_dates():
+    history = load_price_history()
+    assert history.dates is None
+    np.testing.assert_array_equal(history.prices, load_prices_csv())
+
+
+@pytest.mark.parametrize(
+    ("dates", "message"),
+    [
+        (("2024-01-02", "02/01/2024"), "unreadable date"),
+        (("2024-01-02", ""), "unreadable date"),
+        (("2024-01-03", "2024-01-02"), "2024-01-02 at row 1 after 2024-01-03"),
+        (("2024-01-02", "2024-01-02"), "must increase"),
+    ],
+)
+def test_bad_dates_raise_a_clear_value_error(tmp_path, dates, message):
+    path = tmp_path / "bad.csv"
+    path.write_text("date,price_a,price_b\n" + "".join(f"{date},1,2\n" for date in dates))
+    with pytest.raises(ValueError, match=message):
+        load_price_history(path)
 
 
 def test_validate_prices_reports_the_offending_cell():

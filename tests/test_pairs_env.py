@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import pickle
 import subprocess
@@ -379,6 +380,20 @@ def test_bad_actions_raise_and_leave_the_state_untouched(action):
         ({"render_mode": "human"}, "render_mode"),
         ({"prices": load_prices_csv(), "observe_regime": True}, "observe_regime"),
         ({"prices": load_prices_csv(), "regime_params": {}}, "regime_params"),
+        ({"prices": load_prices_csv(), "prices_csv": str(envs.SAMPLE_CSV_PATH)}, "prices_csv"),
+        ({"price_columns": ["price_a", "price_b"]}, "price_columns"),
+        ({"prices_csv": str(envs.SAMPLE_CSV_PATH), "price_columns": "price_a"}, "price_columns"),
+        ({"prices_csv": str(envs.SAMPLE_CSV_PATH), "price_columns": ["price_a"]}, "price_columns"),
+        ({"prices_csv": str(envs.SAMPLE_CSV_PATH), "price_columns": ["price_a", "nope"]}, "nope"),
+        ({"price_rows": [0, 400]}, "price_rows"),
+        ({"prices": load_prices_csv(), "price_rows": [0]}, "price_rows"),
+        ({"prices": load_prices_csv(), "price_rows": "0,400"}, "price_rows"),
+        ({"prices": load_prices_csv(), "price_rows": [0.0, 400.0]}, "price_rows"),
+        ({"prices": load_prices_csv(), "price_rows": [True, 400]}, "price_rows"),
+        ({"prices": load_prices_csv(), "price_rows": [-1, 400]}, "price_rows"),
+        ({"prices": load_prices_csv(), "price_rows": [400, 400]}, "price_rows"),
+        ({"prices": load_prices_csv(), "price_rows": [1200, 1501]}, "price_rows"),
+        ({"prices": load_prices_csv(), "price_rows": [100, 412]}, r"price_rows \[100, 412\] holds 312 rows"),
     ],
 )
 def test_invalid_arguments_raise_naming_them(kwargs, name):
@@ -418,6 +433,63 @@ def test_minimum_rows_is_warmup_plus_episode_plus_one():
     assert len(play(env, np.zeros(252), seed=0)[1]) == 252
     with pytest.raises(ValueError, match="313"):
         PairsTradingEnv(prices[:312])
+
+
+def test_prices_csv_replays_the_same_windows_as_the_loaded_array(tmp_path):
+    path = tmp_path / "pair.csv"
+    path.write_text(
+        "Date,xle,xom\n" + "".join(f"2020-01-{1 + i % 28:02d},{100 + i},{50 + i * i % 7}\n" for i in range(20))
+    )
+    from_array = tiny_env(load_prices_csv(path, ("xle", "xom")))
+    from_csv = PairsTradingEnv(
+        prices_csv=str(path), price_columns=["xle", "xom"], warmup=3, episode_length=16, **TINY_WINDOWS
+    )
+    sample = PairsTradingEnv(prices_csv=envs.SAMPLE_CSV_PATH)
+    for seed in range(5):
+        np.testing.assert_array_equal(from_array.reset(seed=seed)[0], from_csv.reset(seed=seed)[0])
+        np.testing.assert_array_equal(
+            PairsTradingEnv(load_prices_csv()).reset(seed=seed)[0], sample.reset(seed=seed)[0]
+        )
+
+
+@pytest.mark.parametrize("rows", [(0, 1500), (0, 313), (500, 1000), (1187, 1500)])
+def test_price_rows_replays_the_windows_of_that_slice(rows):
+    prices = load_prices_csv()
+    confined, sliced = PairsTradingEnv(prices, price_rows=list(rows)), PairsTradingEnv(prices[rows[0] : rows[1]])
+    actions = np.sin(np.arange(252))
+    for seed in range(10):
+        first, second = play(confined, actions, seed=seed), play(sliced, actions, seed=seed)
+        np.testing.assert_array_equal(first[0], second[0])
+        np.testing.assert_array_equal(first[1], second[1])
+        start, stop = confined.episode_rows
+        assert (start - rows[0], stop - rows[0]) == sliced.episode_rows
+        assert rows[0] <= start and stop <= rows[1] and stop - start == confined.window_rows == 313
+
+
+def test_episode_rows_name_the_rows_the_episode_reads():
+    prices = load_prices_csv()
+    env = PairsTradingEnv(prices)
+    assert env.episode_rows is None and PairsTradingEnv().price_rows is None
+    for seed in range(5):
+        observation, _ = env.reset(seed=seed)
+        start, stop = env.episode_rows
+        np.testing.assert_array_equal(observation, PairsTradingEnv(prices[start:stop]).reset(seed=0)[0])
+    synthetic = PairsTradingEnv()
+    synthetic.reset(seed=0)
+    assert synthetic.episode_rows is None
+
+
+def test_price_data_kwargs_survive_a_json_round_trip():
+    kwargs = {
+        "prices_csv": str(envs.SAMPLE_CSV_PATH),
+        "price_columns": ["price_a", "price_b"],
+        "price_rows": [700, 1100],
+    }
+    env = gym.make("envs:PairsTrading-v0", **json.loads(json.dumps(kwargs)))
+    direct = PairsTradingEnv(load_prices_csv(), price_rows=(700, 1100))
+    for seed in range(3):
+        np.testing.assert_array_equal(env.reset(seed=seed)[0], direct.reset(seed=seed)[0])
+    assert env.unwrapped.price_rows == (700, 1100)
 
 
 def test_dataframe_prices_are_accepted():
