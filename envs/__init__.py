@@ -30,6 +30,7 @@ from envs.price_data import (
     validate_prices,
 )
 from envs.regime_model import BREAK, NORMAL, REGIME_NAMES, STRESS, PairPath, RegimeParams, simulate_path
+from envs.walk_forward import RowRange, walk_forward_env_kwargs, walk_forward_split
 
 ENV_ID = "PairsTrading-v0"
 
@@ -61,11 +62,14 @@ __all__ = [
     "PriceHistory",
     "RandomPolicy",
     "RegimeParams",
+    "RowRange",
     "ZScorePolicy",
     "load_price_history",
     "load_prices_csv",
     "run_episodes",
     "simulate_path",
     "validate_prices",
+    "walk_forward_env_kwargs",
+    "walk_forward_split",
     "zscore_target_position",
 ]
