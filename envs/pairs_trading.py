@@ -144,7 +144,7 @@ class PairsTradingEnv(gym.Env[np.ndarray, np.ndarray]):
     field of `RegimeParams` (argument `regime_params`). With `prices=...` (an array) or `prices_csv=...` (a CSV file)
     the env instead replays random windows of a real (or any) price history; `price_rows=[start, stop]` confines
     every window, warm-up included, to rows `start` to `stop - 1` of it (walk-forward: train on the earlier rows,
-    evaluate on the later ones; `envs.walk_forward_split` computes the two ranges, by date or by row fraction).
+    evaluate on the later ones: `envs.walk_forward_env_kwargs` splits by date or by row fraction).
 
     Each `reset` builds a fresh episode of `window_rows = warmup + episode_length + 1` days from `self.np_random`
     (same seed, same path, bit for bit) and precomputes every action-independent quantity, so `step` only indexes
@@ -329,14 +329,13 @@ class PairsTradingEnv(gym.Env[np.ndarray, np.ndarray]):
 
     def _draw_episode_log_prices(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """Return ``(log_a, log_b, regime)`` of a fresh episode window; ``regime`` is ``None`` for real data."""
-        n_points = self.window_rows
         if self._log_prices is None:
-            path = simulate_path(n_points - 1, self.np_random, self.regime_params)
+            path = simulate_path(self.window_rows - 1, self.np_random, self.regime_params)
             return path.log_a, path.log_b, path.regime
-        start = int(self.np_random.integers(0, len(self._log_prices) - n_points + 1))
-        window = self._log_prices[start : start + n_points]
+        start = int(self.np_random.integers(0, len(self._log_prices) - self.window_rows + 1))
+        window = self._log_prices[start : start + self.window_rows]
         first_row = self.price_rows[0] + start
-        self.episode_rows = (first_row, first_row + n_points)
+        self.episode_rows = (first_row, first_row + self.window_rows)
         return window[:, 0], window[:, 1], None
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
