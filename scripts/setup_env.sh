@@ -2,13 +2,25 @@
 # Creates .venv (once) and installs sb3-per with the extras given as $1 (default: experiments).
 # torch==2.13.0 is installed first when the venv has no torch: on these machines that pin is a CPU
 # wheel on local disk, while an unpinned torch would pull a multi-GB CUDA build.
+# Each step that has work to do says so in one line; a run with nothing to do prints nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 extras="${1:-experiments}"
+say() { echo "setup_env: $*" >&2; }
+
 if [ ! -x .venv/bin/python ]; then
+    say "creating .venv"
     python3 -m venv .venv
 fi
-if ! .venv/bin/python -c "import torch" >/dev/null 2>&1; then
+if ! .venv/bin/python -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('torch') is None)"; then
+    say "installing torch==2.13.0 (the CPU wheel on the project's machines; about a minute)"
     .venv/bin/python -m pip install -q torch==2.13.0
 fi
-.venv/bin/python -m pip install -q -e ".[${extras}]"
+# pip resolves even when everything is installed (seconds); a stamp of pyproject.toml per extra skips it.
+stamp=".venv/.sb3-per-${extras}.installed"
+wanted="$(cksum < pyproject.toml)"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
+    say "installing sb3-per[${extras}] (editable) and its dependencies"
+    .venv/bin/python -m pip install -q -e ".[${extras}]"
+    echo "$wanted" > "$stamp"
+fi
