@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -246,7 +246,7 @@ class PairsTradingEnv(gym.Env[np.ndarray, np.ndarray]):
     * v0: Initial version.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array", "ansi"], "render_fps": 30}
+    metadata = {"render_modes": ["rgb_array", "ansi"], "render_fps": 30}  # noqa: RUF012 (gymnasium declares it per instance)
 
     def __init__(
         self,
@@ -329,12 +329,13 @@ class PairsTradingEnv(gym.Env[np.ndarray, np.ndarray]):
 
     def _draw_episode_log_prices(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """Return ``(log_a, log_b, regime)`` of a fresh episode window; ``regime`` is ``None`` for real data."""
-        if self._log_prices is None:
+        log_prices, rows = self._log_prices, self.price_rows
+        if log_prices is None or rows is None:
             path = simulate_path(self.window_rows - 1, self.np_random, self.regime_params)
             return path.log_a, path.log_b, path.regime
-        start = int(self.np_random.integers(0, len(self._log_prices) - self.window_rows + 1))
-        window = self._log_prices[start : start + self.window_rows]
-        first_row = self.price_rows[0] + start
+        start = int(self.np_random.integers(0, len(log_prices) - self.window_rows + 1))
+        window = log_prices[start : start + self.window_rows]
+        first_row = rows[0] + start
         self.episode_rows = (first_row, first_row + self.window_rows)
         return window[:, 0], window[:, 1], None
 
@@ -346,7 +347,7 @@ class PairsTradingEnv(gym.Env[np.ndarray, np.ndarray]):
         warmup, n_obs = self.warmup, self.episode_length + 1
         observations = np.zeros((n_obs, len(self.feature_names)), dtype=np.float32)
         observations[:, :OBS_POSITION] = features
-        if self.observe_regime:
+        if self.observe_regime and regime is not None:  # only synthetic paths have regimes (checked in __init__)
             observations[np.arange(n_obs), OBS_REGIME + regime[warmup:]] = 1.0
         growth_a = np.expm1(np.diff(log_a[warmup:]))
         growth_b = np.expm1(np.diff(log_b[warmup:]))

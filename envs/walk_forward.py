@@ -45,11 +45,10 @@ def walk_forward_split(
     """
     if (test_from is None) == (test_fraction is None):
         raise ValueError(f"give exactly one of test_from and test_fraction, got {test_from=!r}, {test_fraction=!r}")
+    parameter, value = ("test_from", test_from) if test_from is not None else ("test_fraction", test_fraction)
     if test_from is not None:
-        parameter, value = "test_from", test_from
         split = _first_row_from(test_from, dates, n_rows)
     else:
-        parameter, value = "test_fraction", test_fraction
         split = n_rows - round(_check_fraction(test_fraction) * n_rows)
     for part, rows in (("training", split), ("test", n_rows - split)):
         if rows < min_rows:
