@@ -49,6 +49,7 @@ starts from the same memory and the same table.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import product
 from pathlib import Path
@@ -82,8 +83,8 @@ SUMMARY_COLUMNS = (
     "n_seeds",
     "n_learned",
     "median_updates",
-    "min_updates",
-    "max_updates",
+    "fewest_updates",
+    "most_updates",
 )
 
 
@@ -157,6 +158,18 @@ class BlindCliffwalk:
         return Transitions(*(np.concatenate(field) for field in zip(*episodes, strict=True)))
 
 
+def check_method(method: str) -> None:
+    """Raise ``ValueError``, naming it, if ``method`` is not one of ``METHODS``."""
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+
+
+def check_max_updates(max_updates: int) -> None:
+    """Raise ``ValueError``, naming it, if ``max_updates`` is not a positive integer."""
+    if int(max_updates) != max_updates or max_updates < 1:
+        raise ValueError(f"max_updates must be a positive integer, got {max_updates!r}")
+
+
 def make_replay_buffer(method: str, capacity: int, n_states: int, alpha: float = 1.0) -> ReplayBuffer:
     """
     An empty replay buffer of ``capacity`` transitions over the chain's spaces: SB3's ``ReplayBuffer`` for
@@ -168,8 +181,7 @@ def make_replay_buffer(method: str, capacity: int, n_states: int, alpha: float =
     :param n_states: Number of states of the chain (the observation space is ``Discrete(n_states)``)
     :param alpha: Prioritization exponent of the prioritized buffers
     """
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    check_method(method)
     observation_space, action_space = spaces.Discrete(n_states), spaces.Discrete(2)
     if method == "uniform":
         return ReplayBuffer(capacity, observation_space, action_space, device="cpu")
@@ -211,8 +223,7 @@ def updates_to_learn(
     :param max_updates: Updates after which the run gives up
     :param alpha: Prioritization exponent of the prioritized methods
     """
-    if int(max_updates) != max_updates or max_updates < 1:
-        raise ValueError(f"max_updates must be a positive integer, got {max_updates!r}")
+    check_max_updates(max_updates)
     chain = BlindCliffwalk(n_states)
     buffer = make_replay_buffer(method, chain.n_transitions, n_states, alpha)
     rng = np.random.default_rng(seed)
@@ -260,8 +271,8 @@ def summarize_runs(n_states: int, method: str, updates: list[int | None]) -> dic
         "n_seeds": len(updates),
         "n_learned": int(np.isfinite(values).sum()),
         "median_updates": finite_or_nan(np.median(values)),
-        "min_updates": finite_or_nan(values.min()),
-        "max_updates": finite_or_nan(values.max()),
+        "fewest_updates": finite_or_nan(values.min()),
+        "most_updates": finite_or_nan(values.max()),
     }
 
 
@@ -271,6 +282,7 @@ def run_grid(
     seeds: list[int],
     max_updates: int,
     alpha: float = 1.0,
+    progress: Callable[[dict[str, float | int | str]], None] | None = None,
 ) -> pd.DataFrame:
     """
     The summary table (``SUMMARY_COLUMNS``) of ``updates_to_learn`` over every chain length, method and
@@ -281,22 +293,24 @@ def run_grid(
     :param seeds: Seeds, one run per seed for each chain length and method
     :param max_updates: Updates after which a run gives up
     :param alpha: Prioritization exponent of the prioritized methods
+    :param progress: Called with each summary row as soon as its runs are done (None: nothing is called)
     """
     for name, values in (("n_states", n_states), ("methods", methods), ("seeds", seeds)):
         if not values:
             raise ValueError(f"{name} must not be empty, got {values!r}")
     for n in n_states:
         BlindCliffwalk(n)
-    bad = [m for m in methods if m not in METHODS]
-    if bad:
-        raise ValueError(f"methods must be among {METHODS}, got {bad!r}")
-    if int(max_updates) != max_updates or max_updates < 1:
-        raise ValueError(f"max_updates must be a positive integer, got {max_updates!r}")
-    rows = [
-        summarize_runs(n, method, [updates_to_learn(n, method, seed, max_updates, alpha) for seed in seeds])
-        for n in n_states
-        for method in methods
-    ]
+    for method in methods:
+        check_method(method)
+    check_max_updates(max_updates)
+    rows = []
+    for n in n_states:
+        for method in methods:
+            rows.append(
+                summarize_runs(n, method, [updates_to_learn(n, method, seed, max_updates, alpha) for seed in seeds])
+            )
+            if progress is not None:
+                progress(rows[-1])
     return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
 
 
@@ -317,7 +331,7 @@ def plot_summary(summary: pd.DataFrame, path: Path) -> None:
         rows = rows.sort_values("n_transitions")
         color = colors.get(str(method))
         ax.plot(rows["n_transitions"], rows["median_updates"], "o-", color=color, label=str(method))
-        ax.fill_between(rows["n_transitions"], rows["min_updates"], rows["max_updates"], color=color, alpha=0.15)
+        ax.fill_between(rows["n_transitions"], rows["fewest_updates"], rows["most_updates"], color=color, alpha=0.15)
     n_seeds = int(summary["n_seeds"].max())
     ax.set(
         xscale="log",
@@ -331,6 +345,11 @@ def plot_summary(summary: pd.DataFrame, path: Path) -> None:
     ax.legend(title="replay")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
+
+
+def print_row(row: dict[str, float | int | str]) -> None:
+    """Print one summary row on one line, as the command line's progress report."""
+    print(", ".join(f"{key}={value}" for key, value in row.items()), flush=True)
 
 
 def blind_cliffwalk_main(argv: list[str] | None = None) -> pd.DataFrame:
@@ -353,7 +372,9 @@ def blind_cliffwalk_main(argv: list[str] | None = None) -> pd.DataFrame:
     args = parser.parse_args(argv)
     if args.seeds < 1:
         parser.error(f"--seeds must be a positive integer, got {args.seeds}")
-    summary = run_grid(args.n_states, args.methods, list(range(args.seeds)), args.max_updates, args.alpha)
+    summary = run_grid(
+        args.n_states, args.methods, list(range(args.seeds)), args.max_updates, args.alpha, progress=print_row
+    )
     args.out_dir.mkdir(parents=True, exist_ok=True)
     summary.to_csv(args.out_dir / "blind_cliffwalk.csv", index=False)
     plot_summary(summary, args.out_dir / "blind_cliffwalk.png")
