@@ -29,13 +29,12 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import configure
 
 import envs  # noqa: F401  (registers PairsTrading-v0)
-from comparison.report import EVALUATIONS_FILE, METRIC_COLUMNS
+from comparison.schema import CONFIG_FILE, EVALUATIONS_FILE, METRIC_COLUMNS
 from envs import SUMMARY_KEYS, FlatPolicy, ZScorePolicy
 from sb3_per import SAC, PrioritizedBufferMixin, PrioritizedReplayBuffer
 from sb3_per.buffers import check_per_parameters
 
 DEFAULT_ENV_ID = "envs:PairsTrading-v0"
-CONFIG_FILE = "config.json"
 
 
 @dataclass(frozen=True)

@@ -30,18 +30,10 @@ from typing import Any
 import pandas as pd
 from tqdm.auto import tqdm
 
-from comparison.experiment import (
-    CONFIG_FILE,
-    EVALUATIONS_FILE,
-    RunConfig,
-    baseline_rows,
-    configure_torch_threads,
-    train_run,
-    write_csv_atomically,
-)
-from comparison.report import BASELINES_FILE, write_report
+from comparison.experiment import RunConfig, baseline_rows, configure_torch_threads, train_run, write_csv_atomically
+from comparison.report import write_report
+from comparison.schema import BASELINES_FILE, CONFIG_FILE, EVALUATIONS_FILE, RUNS_DIR
 
-RUNS_DIR = "runs"
 BACKENDS = ("local", "ray")
 
 

@@ -20,8 +20,9 @@ from comparison.experiment import (
     summarize_episodes,
     train_run,
 )
-from comparison.report import METRIC_COLUMNS, iqm
 from comparison.runner import is_finished, plan_runs, run_dir
+from comparison.schema import METRIC_COLUMNS
+from comparison.statistics import iqm
 from envs import ZScorePolicy, run_episodes
 from sb3_per import SAC, PrioritizedReplayBuffer
 
