@@ -104,7 +104,7 @@ def train_main(argv: Sequence[str] | None = None) -> Path:
     configure_torch_threads(1)
     directory = args.out / config.run_name
     formats = ("stdout", "csv", "tensorboard")
-    rows = train_run(config, directory, progress_bar=not args.no_progress_bar, log_formats=formats)
+    rows = train_run(config, directory, progress_bar=not args.no_progress_bar, log_formats=formats, save_model=True)
     final = rows.iloc[-1]
     print(f"{config.run_name}: final mean return {final['mean_return']:+.4f}, Sharpe {final['sharpe']:+.2f}")
     print(f"written to {directory}")
@@ -117,7 +117,8 @@ def compare_parser() -> argparse.ArgumentParser:
         prog="compare.py",
         description="Compare SAC replay variants (uniform, PER, rank-based PER, LAP, PAL) over seeds on the "
         "pairs-trading env, next to the z-score and flat baselines; writes evaluations.csv, baselines.csv, "
-        "summary.md and PNG plots. Resumable: "
+        "summary.md and PNG plots, and per run runs/<variant>_s<seed>/ with config.json, progress.csv and "
+        "evaluations.csv (no model, no TensorBoard events: see train.py). Resumable: "
         "finished runs in --out are not rerun. Presets (seeds per variant, then the settings each sets over "
         f"the defaults {dataclasses.asdict(_DEFAULTS)}): "
         + "; ".join(f"{name}: {p.n_seeds} seeds, {p.overrides}" for name, p in PRESETS.items()),
@@ -159,7 +160,12 @@ def compare_parser() -> argparse.ArgumentParser:
         "at once as the cluster has free CPUs",
     )
     parser.add_argument(
-        "--out", type=Path, default=None, help="output directory (default: results/<preset>, e.g. results/default)"
+        "--out",
+        type=Path,
+        default=None,
+        help="output directory (default: "
+        + ", ".join(f"{p.out_dir} for {name}" for name, p in PRESETS.items())
+        + "; the full preset's is committed, so that any clone resumes it)",
     )
     parser.add_argument("--no-progress-bar", action="store_true", help="hide the progress bar over runs")
     _add_run_options(parser, defaults_from_preset=True)
@@ -186,7 +192,7 @@ def compare_main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             parser.error("--workers applies to --backend local; Ray runs as many runs as the cluster has free CPUs")
         if importlib.util.find_spec("ray") is None:
             parser.error('--backend ray needs Ray: pip install "sb3-per[ray]"')
-    out = args.out if args.out is not None else Path("results") / args.preset
+    out = args.out if args.out is not None else preset.out_dir
     configs = [_config(parser, **dataclasses.asdict(c)) for c in plan_runs(base, args.variants, seeds)]
     command = shlex.join(["python", "scripts/compare.py", *(sys.argv[1:] if argv is None else argv)])
     try:

@@ -5,12 +5,9 @@ baselines and the report.
 Two backends run the runs, with the same numbers: ``local`` (worker processes on this machine) and
 ``ray`` (one Ray task per run, on a local Ray or an existing cluster; Ray is imported only then).
 
-Output directory layout::
-
-    out/runs/{variant}_s{seed}/   one run's files (see comparison.experiment)
-    out/evaluations.csv           every run's evaluation rows, in plan order
-    out/baselines.csv             z-score rule and flat policy on the same evaluation episodes
-    out/summary.md, out/*.png     the report (comparison.report)
+Output directory layout: see ``comparison.schema``. A run keeps only its small files (no model, no
+TensorBoard events), so a comparison's directory can be committed (the full preset writes into
+``docs/results/full``) and resumed from on any machine.
 """
 
 from __future__ import annotations
@@ -44,10 +41,12 @@ class Preset:
 
     :param n_seeds: seeds per variant (seeds ``0 .. n_seeds - 1``)
     :param overrides: ``RunConfig`` fields this preset sets
+    :param out_dir: where its runs and report go by default
     """
 
     n_seeds: int
     overrides: dict[str, Any]
+    out_dir: Path
 
 
 PRESETS: dict[str, Preset] = {
@@ -55,11 +54,13 @@ PRESETS: dict[str, Preset] = {
     "quick": Preset(
         2,
         dict(total_steps=1_500, learning_starts=500, eval_freq=500, eval_episodes=5, net_arch=(32, 32), batch_size=64),
+        Path("results/quick"),
     ),
     # The README's main command: about 10 minutes on 2 cores.
-    "default": Preset(2, dict(total_steps=30_000, eval_freq=3_000, eval_episodes=30)),
-    # The real answer: evaluation noise is ~0.02 per policy over 50 episodes, so 20 seeds a variant.
-    "full": Preset(20, dict(total_steps=100_000, eval_freq=5_000, eval_episodes=50)),
+    "default": Preset(2, dict(total_steps=30_000, eval_freq=3_000, eval_episodes=30), Path("results/default")),
+    # The real answer: evaluation noise is ~0.02 per policy over 50 episodes, so 20 seeds a variant. Its runs take
+    # days of core time, so they are committed as they finish, and any machine resumes from them.
+    "full": Preset(20, dict(total_steps=100_000, eval_freq=5_000, eval_episodes=50), Path("docs/results/full")),
 }
 
 

@@ -4,9 +4,11 @@ The comparison's files: their names and columns, and the checks that a table has
 One place for what the runs write (``comparison.experiment``, ``comparison.runner``) and what the report
 reads (``comparison.tables`` and the modules after it), so the two cannot drift apart.
 
-Layout of a comparison's output directory::
+Layout of a comparison's output directory (small files only, so that ``docs/results/full`` can be committed and
+resumed from on any machine)::
 
-    runs/{variant}_s{seed}/   one run: config.json, progress.csv (SB3's logger), evaluations.csv
+    runs/{variant}_s{seed}/   one run: config.json, progress.csv (SB3's logger), evaluations.csv (written last:
+                              the run is finished when it exists)
     evaluations.csv           every run's evaluation rows, in plan order
     baselines.csv             the fixed policies on the same evaluation episodes
     summary.md, *.png         the report
@@ -40,6 +42,7 @@ BASELINE_COLUMNS: tuple[str, ...] = ("variant", *METRIC_COLUMNS)
 RUNS_DIR = "runs"
 CONFIG_FILE = "config.json"
 PROGRESS_FILE = "progress.csv"
+MODEL_FILE = "model.zip"
 EVALUATIONS_FILE = "evaluations.csv"
 BASELINES_FILE = "baselines.csv"
 SUMMARY_FILE = "summary.md"

@@ -2,6 +2,8 @@
 
 import json
 import re
+import subprocess
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -26,6 +28,7 @@ from comparison.statistics import iqm
 from envs import ZScorePolicy, run_episodes
 from sb3_per import SAC, PrioritizedReplayBuffer
 
+REPO = Path(__file__).resolve().parents[1]
 TINY = [
     "--total-steps",
     "400",
@@ -204,10 +207,13 @@ def test_quick_comparison_end_to_end_then_resumes_without_rerunning(tmp_path):
         assert float(row.group(1)) == pytest.approx(iqm(finals[finals["variant"] == variant]["mean_return"]), abs=5e-4)
 
     configs = plan_runs(RunConfig(), ["uniform", "per"], [0, 1])
-    models = {c.run_name: run_dir(tmp_path, c) / "model.zip" for c in configs}
-    written = {name: path.stat().st_mtime_ns for name, path in models.items()}
+    for config in configs:  # only the small files a clone can commit: no model, no TensorBoard events
+        names = {path.name for path in run_dir(tmp_path, config).iterdir()}
+        assert names == {"config.json", "progress.csv", "evaluations.csv"}
+    files = [run_dir(tmp_path, c) / name for c in configs for name in ("progress.csv", "evaluations.csv")]
+    written = {path: path.stat().st_mtime_ns for path in files}
     compare_main(argv)
-    assert {name: path.stat().st_mtime_ns for name, path in models.items()} == written
+    assert {path: path.stat().st_mtime_ns for path in files} == written
     assert pd.read_csv(tmp_path / "evaluations.csv").equals(evaluations)
 
 
@@ -251,8 +257,8 @@ def tiny_config(**fields) -> RunConfig:
 
 
 def test_evaluating_more_often_does_not_change_training(tmp_path):
-    often = train_run(tiny_config(eval_freq=50), tmp_path / "often", log_formats=("csv",))
-    rarely = train_run(tiny_config(eval_freq=300), tmp_path / "rarely", log_formats=("csv",))
+    often = train_run(tiny_config(eval_freq=50), tmp_path / "often", save_model=True)
+    rarely = train_run(tiny_config(eval_freq=300), tmp_path / "rarely", save_model=True)
     assert len(often) > len(rarely)
     assert often.iloc[-1]["mean_return"] == rarely.iloc[-1]["mean_return"]
     a = SAC.load(tmp_path / "often" / "model.zip").policy.state_dict()
@@ -267,6 +273,22 @@ def test_an_interrupted_run_is_rerun_from_scratch(tmp_path):
     (directory / "config.json").write_text(config.to_json())
     (directory / "events.out.tfevents.stale").write_text("left by a killed run")
     assert not is_finished(tmp_path, config)
-    train_run(config, directory, log_formats=("csv",))
+    train_run(config, directory)
     assert is_finished(tmp_path, config)
     assert not (directory / "events.out.tfevents.stale").exists()
+
+
+def _stub_comparison(configs, out, **_):
+    out.mkdir(parents=True)
+    (out / "summary.md").write_text("stub")
+    return {"failures": {}, "out": out}
+
+
+@pytest.mark.parametrize(("flag", "committed"), [("--quick", False), (None, False), ("--full", True)])
+def test_only_the_full_presets_results_are_committed_by_default(flag, committed, tmp_path, monkeypatch):
+    monkeypatch.setattr("comparison.cli.run_comparison", _stub_comparison)
+    monkeypatch.chdir(tmp_path)  # the default --out is relative: keep the stub's files out of the repository
+    out = compare_main([flag] if flag else [])["out"]
+    assert not out.is_absolute()
+    ignored = subprocess.run(["git", "check-ignore", "-q", str(out / "runs")], cwd=REPO, check=False).returncode == 0
+    assert ignored is not committed
