@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import EngFormatter
 
 from comparison.schema import BASELINE_COLUMNS, EVALUATION_COLUMNS, REGIME_RETURN_COLUMNS, REGIMES, check_columns
-from comparison.statistics import DEFAULT_BOOTSTRAP, BootstrapSettings, RngLike, bootstrap_ci
+from comparison.statistics import DEFAULT_BOOTSTRAP, FEW_SEEDS, BootstrapSettings, RngLike, bootstrap_ci
 from comparison.tables import final_returns, variant_order
 
 
@@ -27,6 +27,13 @@ def _new_figure(width: float = 8.0, height: float = 5.0) -> Figure:
     figure = Figure(figsize=(width, height), layout="constrained")
     FigureCanvasAgg(figure)
     return figure
+
+
+def _interval_legend(n_seeds: int, level: str, mark: str) -> str:
+    """What a variant's legend says of its interval: a CI, or with few seeds only about their range (as summary.md)."""
+    if n_seeds < FEW_SEEDS:
+        return f"mean of {n_seeds} seeds; {mark}: about their range, too few seeds for a CI"
+    return f"mean of {n_seeds} seeds, {level} CI"
 
 
 def _variant_colors(order: Sequence[str], baselines: pd.DataFrame) -> tuple[dict[str, str], dict[str, str]]:
@@ -45,10 +52,7 @@ def plot_learning_curves(
     rng: RngLike = 0,
 ) -> Path:
     """
-    Learning curves: mean evaluation return against env steps, per variant the mean over seeds at each evaluation
-    step with a percentile bootstrap CI band over seeds, and a dashed horizontal line per baseline.
-
-    At each step only the runs evaluated at that step count (a shorter run just stops contributing).
+    Write :func:`learning_curves_figure` as a PNG.
 
     :param evals: the evaluations (columns :data:`EVALUATION_COLUMNS`)
     :param baselines: the baselines (columns :data:`BASELINE_COLUMNS`)
@@ -56,6 +60,30 @@ def plot_learning_curves(
     :param bootstrap: resamples and coverage of the bands
     :param rng: seed or generator for the bootstrap (deterministic given a seed)
     :return: the path written
+    """
+    path = Path(path)
+    learning_curves_figure(evals, baselines, bootstrap=bootstrap, rng=rng).savefig(path, dpi=120)
+    return path
+
+
+def learning_curves_figure(
+    evals: pd.DataFrame,
+    baselines: pd.DataFrame,
+    *,
+    bootstrap: BootstrapSettings = DEFAULT_BOOTSTRAP,
+    rng: RngLike = 0,
+) -> Figure:
+    """
+    Learning curves: mean evaluation return against env steps, per variant the mean over seeds at each evaluation
+    step with a percentile bootstrap CI band over seeds, and a dashed horizontal line per baseline.
+
+    At each step only the runs evaluated at that step count (a shorter run just stops contributing).
+
+    :param evals: the evaluations (columns :data:`EVALUATION_COLUMNS`)
+    :param baselines: the baselines (columns :data:`BASELINE_COLUMNS`)
+    :param bootstrap: resamples and coverage of the bands
+    :param rng: seed or generator for the bootstrap (deterministic given a seed)
+    :return: the figure (on an Agg canvas)
     """
     check_columns(evals, EVALUATION_COLUMNS, "evaluations")
     check_columns(baselines, BASELINE_COLUMNS, "baselines")
@@ -76,7 +104,7 @@ def plot_learning_curves(
             lows.append(low)
             highs.append(high)
         color = colors[variant]
-        label = f"{variant} (mean of {runs['run'].nunique()} seeds, {level} CI)"
+        label = f"{variant} ({_interval_legend(runs['run'].nunique(), level, 'band')})"
         ax.plot(steps, means, color=color, marker="o" if len(steps) <= 30 else None, markersize=3, label=label)
         ax.fill_between(steps, lows, highs, color=color, alpha=0.2, linewidth=0)
     for baseline in baselines.itertuples(index=False):
@@ -93,9 +121,7 @@ def plot_learning_curves(
     ax.set_title("Learning curves: " + " vs ".join(order))
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small")
-    path = Path(path)
-    figure.savefig(path, dpi=120)
-    return path
+    return figure
 
 
 def plot_regime_returns(
@@ -107,9 +133,7 @@ def plot_regime_returns(
     rng: RngLike = 0,
 ) -> Path:
     """
-    Grouped bar chart of the final return per hidden regime (normal, stress, break): per learning variant the mean
-    over seeds of the final evaluation's regime return with percentile bootstrap CI error bars, and per baseline
-    its regime return (hatched, no error bar).
+    Write :func:`regime_returns_figure` as a PNG.
 
     :param evals: the evaluations (columns :data:`EVALUATION_COLUMNS`)
     :param baselines: the baselines (columns :data:`BASELINE_COLUMNS`)
@@ -117,6 +141,29 @@ def plot_regime_returns(
     :param bootstrap: resamples and coverage of the error bars
     :param rng: seed or generator for the bootstrap (deterministic given a seed)
     :return: the path written
+    """
+    path = Path(path)
+    regime_returns_figure(evals, baselines, bootstrap=bootstrap, rng=rng).savefig(path, dpi=120)
+    return path
+
+
+def regime_returns_figure(
+    evals: pd.DataFrame,
+    baselines: pd.DataFrame,
+    *,
+    bootstrap: BootstrapSettings = DEFAULT_BOOTSTRAP,
+    rng: RngLike = 0,
+) -> Figure:
+    """
+    Grouped bar chart of the final return per hidden regime (normal, stress, break): per learning variant the mean
+    over seeds of the final evaluation's regime return with percentile bootstrap CI error bars, and per baseline
+    its regime return (hatched, no error bar).
+
+    :param evals: the evaluations (columns :data:`EVALUATION_COLUMNS`)
+    :param baselines: the baselines (columns :data:`BASELINE_COLUMNS`)
+    :param bootstrap: resamples and coverage of the error bars
+    :param rng: seed or generator for the bootstrap (deterministic given a seed)
+    :return: the figure (on an Agg canvas)
     """
     check_columns(evals, EVALUATION_COLUMNS, "evaluations")
     check_columns(baselines, BASELINE_COLUMNS, "baselines")
@@ -152,7 +199,7 @@ def plot_regime_returns(
             yerr=np.array(errors),
             capsize=3,
             color=colors[variant],
-            label=f"{variant} (mean of {len(runs)} seeds, {level} CI)",
+            label=f"{variant} ({_interval_legend(len(runs), level, 'bars')})",
         )
     for j, baseline in enumerate(baselines.itertuples(index=False)):
         k = len(order) + j
@@ -173,6 +220,4 @@ def plot_regime_returns(
     ax.set_title("Final return per regime")
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize="small")
-    path = Path(path)
-    figure.savefig(path, dpi=120)
-    return path
+    return figure

@@ -22,7 +22,7 @@ from comparison.experiment import (
     summarize_episodes,
     train_run,
 )
-from comparison.runner import is_finished, plan_runs, run_dir
+from comparison.runner import PRESETS, is_finished, plan_runs, run_dir
 from comparison.schema import METRIC_COLUMNS
 from comparison.statistics import iqm
 from envs import ZScorePolicy, run_episodes
@@ -255,12 +255,20 @@ def test_a_run_written_before_a_config_field_existed_is_still_recognised(tmp_pat
 
 
 @pytest.mark.parametrize(
-    ("argv", "message"), [(["--seeds", "0", "0"], "--seeds lists"), (["--variants", "per", "per"], "--variants lists")]
+    ("argv", "message"),
+    [
+        (["--seeds", "0", "0"], "--seeds lists"),
+        (["--variants", "per", "per"], "--variants lists"),
+        (["--seeds", "0", "1000000"], "--seeds: seed=1000000 is one of the evaluation episodes"),
+        (["--seeds", "-1"], "--seeds: seed and eval_seed must be >= 0"),
+    ],
 )
-def test_compare_cli_rejects_duplicate_runs(argv, message, capsys, tmp_path):
-    with pytest.raises(SystemExit):
+def test_compare_cli_rejects_bad_runs_with_a_usage_error(argv, message, capsys, tmp_path):
+    with pytest.raises(SystemExit) as exit_info:
         compare_main(["--quick", "--out", str(tmp_path), *argv])
-    assert message in capsys.readouterr().err
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err
+    assert message in error and "Traceback" not in error
 
 
 def tiny_config(**fields) -> RunConfig:
@@ -304,3 +312,13 @@ def test_only_the_full_presets_results_are_committed_by_default(flag, committed,
     assert not out.is_absolute()
     ignored = subprocess.run(["git", "check-ignore", "-q", str(out / "runs")], cwd=REPO, check=False).returncode == 0
     assert ignored is not committed
+
+
+def test_compare_help_gives_each_presets_net_arch(capsys):
+    with pytest.raises(SystemExit):
+        compare_main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for name, preset in PRESETS.items():
+        arch = preset.overrides.get("net_arch", RunConfig().net_arch)
+        assert f"{' '.join(map(str, arch))} for {name}" in text
+    assert PRESETS["quick"].overrides["net_arch"] != RunConfig().net_arch  # the case the help once got wrong
