@@ -224,3 +224,82 @@ def relative_difference_ci(
         near_zero=near_zero,
         confidence=confidence,
     )
+
+
+def probability_of_improvement(x_values: Iterable[float] | np.ndarray, y_values: Iterable[float] | np.ndarray) -> float:
+    """
+    Probability that a run of ``x`` scores higher than a run of ``y`` (Agarwal et al. 2021; rliable's
+    ``probability_of_improvement`` on one task): the Mann-Whitney U statistic of ``x`` over ``y`` divided by
+    ``n * m``, i.e. the share of the ``n * m`` pairs in which ``x`` wins, ties counting half.
+
+    :param x_values: one score per seed of ``x`` (e.g. PER's final returns)
+    :param y_values: one score per seed of ``y`` (e.g. uniform's final returns)
+    :return: P(X > Y) + P(X = Y) / 2, in [0, 1]
+    """
+    x = _finite_1d(x_values, "x_values")
+    y = _finite_1d(y_values, "y_values")
+    return float(_improvement_rows(x[np.newaxis, :], y[np.newaxis, :])[0])
+
+
+def _improvement_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """:func:`probability_of_improvement` of each row of ``x`` over the same row of ``y``."""
+    wins = x[:, :, np.newaxis] > y[:, np.newaxis, :]
+    ties = x[:, :, np.newaxis] == y[:, np.newaxis, :]
+    return (wins + 0.5 * ties).mean(axis=(1, 2))
+
+
+def probability_of_improvement_ci(
+    x_values: Iterable[float] | np.ndarray,
+    y_values: Iterable[float] | np.ndarray,
+    *,
+    n_resamples: int = 2000,
+    confidence: float = 0.95,
+    rng: RngLike = 0,
+) -> tuple[float, tuple[float, float]]:
+    """
+    :func:`probability_of_improvement` with its stratified percentile bootstrap CI: each resample redraws the
+    seeds of ``x`` and of ``y`` independently (the two variants are the strata), as rliable does.
+
+    :param x_values: one score per seed of ``x``
+    :param y_values: one score per seed of ``y``
+    :param n_resamples: number of bootstrap resamples
+    :param confidence: coverage of the interval, in (0, 1)
+    :param rng: seed or generator (deterministic given a seed)
+    :return: ``(probability, (low, high))``
+    """
+    _check_confidence(confidence)
+    x = _finite_1d(x_values, "x_values")
+    y = _finite_1d(y_values, "y_values")
+    generator = np.random.default_rng(rng)
+    x_boot, y_boot = _resamples(x, n_resamples, generator), _resamples(y, n_resamples, generator)
+    return probability_of_improvement(x, y), _percentile_interval(_improvement_rows(x_boot, y_boot), confidence)
+
+
+def median_ratio_ci(
+    a_values: Iterable[float] | np.ndarray,
+    b_values: Iterable[float] | np.ndarray,
+    *,
+    n_resamples: int = 2000,
+    confidence: float = 0.95,
+    rng: RngLike = 0,
+) -> tuple[float, tuple[float, float]]:
+    """
+    Ratio of the medians ``median(b) / median(a)`` (e.g. PER's env steps to a return over uniform's), with its
+    stratified percentile bootstrap CI (the seeds of ``a`` and ``b`` resampled independently).
+
+    :param a_values: the reference sample, > 0 (e.g. uniform's steps per seed)
+    :param b_values: the compared sample, >= 0
+    :param n_resamples: number of bootstrap resamples
+    :param confidence: coverage of the interval, in (0, 1)
+    :param rng: seed or generator (deterministic given a seed)
+    :return: ``(ratio, (low, high))``
+    """
+    _check_confidence(confidence)
+    a = _finite_1d(a_values, "a_values")
+    b = _finite_1d(b_values, "b_values")
+    if np.any(a <= 0) or np.any(b < 0):
+        raise ValueError(f"a_values must be > 0 and b_values >= 0, got {a.tolist()} and {b.tolist()}")
+    generator = np.random.default_rng(rng)
+    a_boot, b_boot = _resamples(a, n_resamples, generator), _resamples(b, n_resamples, generator)
+    ratios = np.median(b_boot, axis=1) / np.median(a_boot, axis=1)
+    return float(np.median(b) / np.median(a)), _percentile_interval(ratios, confidence)

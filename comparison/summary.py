@@ -17,12 +17,15 @@ from comparison.statistics import (
     BootstrapSettings,
     RelativeDifference,
     RngLike,
+    median_ratio_ci,
+    probability_of_improvement_ci,
     relative_difference_ci,
 )
 from comparison.tables import (
     REFERENCE_VARIANT,
     THRESHOLD_BASELINE,
     baseline_threshold,
+    censored_steps_to_threshold,
     final_returns,
     summary_table,
     variant_order,
@@ -91,6 +94,30 @@ def _table_rows(table: pd.DataFrame, level: str, threshold_baseline: str) -> lis
         cells += [_signed(row.final_sharpe_mean, 2), *regimes]
         lines.append("| " + " | ".join(_cell(cell) for cell in cells) + " |")
     return lines
+
+
+def _steps_ratio_line(
+    steps: pd.DataFrame, variant: str, threshold_baseline: str, bootstrap: BootstrapSettings, rng: np.random.Generator
+) -> str:
+    """The line comparing a variant's censored steps to the threshold with the reference's."""
+    reference = steps.loc[steps["variant"] == REFERENCE_VARIANT]
+    compared = steps.loc[steps["variant"] == variant]
+    medians = f"median {_steps(compared['steps'].median())} vs {_steps(reference['steps'].median())}"
+    shares = (
+        f"reached by {int(compared['reached'].sum())}/{len(compared)} vs "
+        f"{int(reference['reached'].sum())}/{len(reference)} seeds"
+    )
+    head = f"- Steps to {threshold_baseline} return, {variant} / {REFERENCE_VARIANT}: {medians} ({shares})"
+    if (reference["steps"] <= 0).any():
+        return f"{head}; ratio not reported ({REFERENCE_VARIANT} reaches it at step 0)."
+    ratio, (low, high) = median_ratio_ci(
+        reference["steps"],
+        compared["steps"],
+        n_resamples=bootstrap.n_resamples,
+        confidence=bootstrap.confidence,
+        rng=rng,
+    )
+    return f"{head}; ratio {ratio:.2f} [{low:.2f}, {high:.2f}] ({bootstrap.level} CI)."
 
 
 def _difference_line(reference: str, variant: str, diff: RelativeDifference) -> str:
@@ -200,6 +227,20 @@ def write_summary_md(
                 near_zero=near_zero,
             )
             lines.append(_difference_line(REFERENCE_VARIANT, variant, diff))
+        lines += ["", f"## Over seeds, against {REFERENCE_VARIANT} (rliable)", ""]
+        for variant in order[1:]:
+            compared = final.loc[final["variant"] == variant, "mean_return"].to_numpy(dtype=float)
+            p, (low, high) = probability_of_improvement_ci(
+                compared, reference, n_resamples=bootstrap.n_resamples, confidence=bootstrap.confidence, rng=generator
+            )
+            lines.append(
+                f"- P({variant} > {REFERENCE_VARIANT}), final return: {p:.2f} [{low:.2f}, {high:.2f}] ({level} CI)."
+            )
+        threshold = baseline_threshold(baselines, threshold_baseline)
+        if threshold is not None:
+            steps = censored_steps_to_threshold(evals, threshold)
+            for variant in order[1:]:
+                lines.append(_steps_ratio_line(steps, variant, threshold_baseline, bootstrap, generator))
 
     threshold = baseline_threshold(baselines, threshold_baseline)
     threshold_note = (
@@ -222,6 +263,14 @@ def write_summary_md(
         "- Std: over seeds, ddof=1. Sharpe and regime returns: mean over seeds of the final evaluation's figures "
         "(regime return: mean per-episode return earned in that hidden regime).",
         f"- Steps to {threshold_baseline} return: {threshold_note}.",
+        f"- P(variant > {REFERENCE_VARIANT}): probability that a seed of the variant ends with a higher final return "
+        f"than a seed of {REFERENCE_VARIANT} (Mann-Whitney U / (n m), ties half; Agarwal et al. 2021). Its CI, the IQM "
+        "CIs and the ratio CIs are stratified bootstraps as rliable's on one task: each variant's seeds resampled on "
+        "their own.",
+        f"- Steps ratio: median over all seeds of the variant's env steps to the {threshold_baseline} return over "
+        f"{REFERENCE_VARIANT}'s; a seed that never reaches it is censored at its last evaluation step (so the ratio "
+        "understates how much slower a variant whose seeds fail is); not reported when a "
+        f"{REFERENCE_VARIANT} seed reaches it at step 0.",
         "- Baseline rows: one fixed policy each (no seeds); figures are over the evaluation episodes.",
         "",
         "## Provenance",
