@@ -13,6 +13,7 @@ from stable_baselines3.common.type_aliases import TensorDict
 from stable_baselines3.common.vec_env import VecNormalize
 
 from sb3_per.rank_heap import RankHeap
+from sb3_per.replay_tags import ReplayTagsMixin
 from sb3_per.sum_tree import SumTree
 
 WEIGHT_NORMALIZATIONS = ("buffer", "batch")
@@ -55,7 +56,7 @@ class PrioritizedDictReplayBufferSamples(NamedTuple):
     indices: np.ndarray
 
 
-class PrioritizedBufferMixin:
+class PrioritizedBufferMixin(ReplayTagsMixin):
     """
     Prioritized sampling, importance-sampling weights and priority updates, for an SB3 replay buffer
     whose storage is ``(buffer_size, n_envs, ...)`` arrays (``ReplayBuffer``) or dicts of them
@@ -64,15 +65,15 @@ class PrioritizedBufferMixin:
 
     Each stored transition is a leaf ``pos * n_envs + env``, so every env's data is sampled when
     ``n_envs > 1``. See ``PrioritizedReplayBuffer`` for the behaviour and the parameters.
+
+    With a ``tag_key``, the priority mass of each tag is kept in a small array adjusted by the same writes
+    that update the tree (O(batch) per write), and summed afresh from the leaves when the buffer is unpickled.
     """
 
     # `sample` calls without any `update_priorities` before the buffer warns that priorities are stale
     SAMPLES_BEFORE_NO_UPDATE_WARNING = 100
     # What the subclass's `sample` returns
     samples_class: Any
-    # Defaults for buffers pickled before rank-based prioritization existed (save_replay_buffer files)
-    prioritization: str = "proportional"
-    ranks: RankHeap | None = None
 
     # Set by SB3's buffer constructor
     buffer_size: int
@@ -98,6 +99,7 @@ class PrioritizedBufferMixin:
         n_steps: int,
         gamma: float,
         prioritization: str,
+        tag_key: str | None,
     ) -> None:
         """Check and keep the prioritization parameters (after SB3's constructor made the storage)."""
         check_per_parameters(alpha, beta_start, beta_end, beta_anneal_steps, epsilon, weight_normalization)
@@ -117,6 +119,7 @@ class PrioritizedBufferMixin:
         self.n_steps = int(n_steps)
         self.gamma = float(gamma)
         self.prioritization = prioritization
+        self._init_tags(tag_key)
         self._init_priorities()
 
     def _init_priorities(self) -> None:
@@ -135,6 +138,8 @@ class PrioritizedBufferMixin:
         self.n_sample_calls = 0
         self.n_priority_updates = 0
         self._warned_no_updates = False
+        # Priority mass (as stored in the tree) of each tag slot, see ReplayTagsMixin
+        self._tag_priority_sums = np.zeros(len(self._tag_values))
 
     @property
     def beta(self) -> float:
@@ -154,7 +159,35 @@ class PrioritizedBufferMixin:
 
     def reset(self) -> None:
         super().reset()  # type: ignore[misc]
+        self._init_tag_storage()
         self._init_priorities()
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        if self.tagged:
+            self._resum_tag_priorities()
+
+    def _resum_tag_priorities(self) -> None:
+        """Per-tag priority sums computed afresh from the leaves, so that they cannot drift from the tree."""
+        n_stored = self._n_stored_leaves
+        self._tag_priority_sums = np.bincount(
+            self._tag_slot[:n_stored], weights=self.tree[np.arange(n_stored)], minlength=len(self._tag_values)
+        )
+
+    def tag_priority_shares(self) -> dict[int, float]:
+        """
+        Share of the total (effective) priority mass held by each tag, for every tag stored (shares sum
+        to 1; empty while the buffer is). With rank-based prioritization the mass is that of the priorities
+        ranked, not of the sampling probabilities.
+        """
+        self._check_tagged()
+        present = self._tag_counts > 0
+        # Adjusted by differences, a tag's sum can end a hair below zero once its mass is gone.
+        sums = np.maximum(self._tag_priority_sums[present], 0.0)
+        total = sums.sum()
+        if total <= 0.0:
+            return {}
+        return dict(zip(self._tag_values[present].tolist(), (sums / total).tolist(), strict=True))
 
     def add(
         self, obs: Any, next_obs: Any, action: np.ndarray, reward: np.ndarray, done: np.ndarray, infos: Any
@@ -164,22 +197,47 @@ class PrioritizedBufferMixin:
         """
         pos = self.pos
         super().add(obs, next_obs, action, reward, done, infos)  # type: ignore[misc]
-        self._set_slot_priority(pos, self.max_priority)
+        leaves = pos * self.n_envs + np.arange(self.n_envs)
+        priorities = np.full(self.n_envs, self.max_priority)
+        if self.tagged:
+            _, old_slots, new_slots = self._store_tags(pos, infos)
+            previous = self._write_leaves(leaves, priorities)
+            # The overwritten transitions' mass leaves their tags, the new ones' enters theirs.
+            self._grow_tag_priority_sums()
+            had_tag = old_slots >= 0
+            self._add_to_tag_sums(old_slots[had_tag], -previous[had_tag])
+            self._add_to_tag_sums(new_slots, priorities)
+        else:
+            self._write_leaves(leaves, priorities)
+        self._write_count[leaves] += 1
         if self.optimize_memory_usage and self.full:
             # `add` has just overwritten the observation of the slot now at `self.pos`, so that
             # transition is invalid until rewritten: SB3 never samples it, neither do we.
-            self._set_slot_priority(self.pos, 0.0)
+            invalid = self.pos * self.n_envs + np.arange(self.n_envs)
+            self._set_priorities(invalid, np.zeros(self.n_envs))
+            self._write_count[invalid] += 1
 
-    def _set_slot_priority(self, pos: int, priority: float) -> None:
-        leaves = pos * self.n_envs + np.arange(self.n_envs)
-        self._set_priorities(leaves, np.full(self.n_envs, priority))
-        self._write_count[leaves] += 1
-
-    def _set_priorities(self, leaves: np.ndarray, priorities: np.ndarray) -> None:
+    def _write_leaves(self, leaves: np.ndarray, priorities: np.ndarray) -> np.ndarray:
+        """Write priorities into every structure that holds them; return what the tree held before."""
         # in range and finite by construction: both callers check or build them
-        self.tree.update(leaves, priorities, validate=False)
+        previous = self.tree.update(leaves, priorities, validate=False)
         if self.ranks is not None:
             self.ranks.update(leaves, priorities, validate=False)
+        return previous
+
+    def _set_priorities(self, leaves: np.ndarray, priorities: np.ndarray) -> None:
+        """New priorities for stored transitions (whose tags stay), keeping the per-tag sums in step."""
+        previous = self._write_leaves(leaves, priorities)
+        if self.tagged:
+            self._add_to_tag_sums(self._tag_slot[leaves], priorities - previous)
+
+    def _add_to_tag_sums(self, slots: np.ndarray, amounts: np.ndarray) -> None:
+        self._tag_priority_sums += np.bincount(slots, weights=amounts, minlength=len(self._tag_priority_sums))
+
+    def _grow_tag_priority_sums(self) -> None:
+        missing = len(self._tag_values) - len(self._tag_priority_sums)
+        if missing:
+            self._tag_priority_sums = np.concatenate([self._tag_priority_sums, np.zeros(missing)])
 
     def sample(self, batch_size: int, env: VecNormalize | None = None) -> Any:
         """
@@ -416,6 +474,9 @@ class PrioritizedReplayBuffer(PrioritizedBufferMixin, ReplayBuffer):
     :param gamma: Discount factor of the n-step returns (use the algorithm's ``gamma``)
     :param prioritization: ``"proportional"`` (default) or ``"rank"``: what the sampling probability
         is proportional to, ``priority ** alpha`` or ``(1 / rank) ** alpha``
+    :param tag_key: ``info`` key whose integer value tags each added transition (e.g. ``"regime"``), for
+        ``tags_at``, ``tag_buffer_shares`` and ``tag_priority_shares``; a missing key or a non-integer value
+        (``bool`` included) is tag -1. None (default): no tags
     """
 
     samples_class = PrioritizedReplayBufferSamples
@@ -438,6 +499,7 @@ class PrioritizedReplayBuffer(PrioritizedBufferMixin, ReplayBuffer):
         n_steps: int = 1,
         gamma: float = 0.99,
         prioritization: str = "proportional",
+        tag_key: str | None = None,
     ):
         check_n_step_parameters(n_steps, gamma)
         if n_steps > 1 and optimize_memory_usage:
@@ -466,6 +528,7 @@ class PrioritizedReplayBuffer(PrioritizedBufferMixin, ReplayBuffer):
             n_steps,
             gamma,
             prioritization,
+            tag_key,
         )
 
 
@@ -486,7 +549,7 @@ class PrioritizedDictReplayBuffer(PrioritizedBufferMixin, DictReplayBuffer):
     :param handle_timeout_termination: Handle timeout termination (due to timelimit)
         separately and treat the task as infinite horizon task (SB3 issue #284)
     :param alpha: see ``PrioritizedReplayBuffer``, as are ``beta_start``, ``beta_end``, ``beta_anneal_steps``,
-        ``epsilon``, ``weight_normalization``, ``n_steps``, ``gamma`` and ``prioritization``
+        ``epsilon``, ``weight_normalization``, ``n_steps``, ``gamma``, ``prioritization`` and ``tag_key``
     """
 
     samples_class = PrioritizedDictReplayBufferSamples
@@ -509,6 +572,7 @@ class PrioritizedDictReplayBuffer(PrioritizedBufferMixin, DictReplayBuffer):
         n_steps: int = 1,
         gamma: float = 0.99,
         prioritization: str = "proportional",
+        tag_key: str | None = None,
     ):
         check_n_step_parameters(n_steps, gamma)
         if not isinstance(observation_space, spaces.Dict):
@@ -536,6 +600,7 @@ class PrioritizedDictReplayBuffer(PrioritizedBufferMixin, DictReplayBuffer):
             n_steps,
             gamma,
             prioritization,
+            tag_key,
         )
 
 

@@ -366,15 +366,6 @@ def test_pickle_round_trip_keeps_priorities_max_and_beta_progress():
     np.testing.assert_array_equal(a.indices, b.indices)
 
 
-def test_buffers_pickled_before_rank_based_prioritization_still_sample():
-    buffer = make_buffer(buffer_size=10)
-    add_steps(buffer, 10)
-    del buffer.prioritization, buffer.ranks  # as pickled by sb3-per before prioritization="rank"
-    loaded = pickle.loads(pickle.dumps(buffer))
-    assert (loaded.prioritization, loaded.ranks) == ("proportional", None)
-    assert loaded.sample(4).weights.shape == (4, 1)
-
-
 def test_rank_based_buffer_pickles_without_what_it_can_rebuild():
     buffer = make_buffer(buffer_size=1000, prioritization="rank")
     add_steps(buffer, 1000)
