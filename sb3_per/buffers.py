@@ -28,6 +28,8 @@ class PrioritizedReplayBufferSamples(NamedTuple):
     :param weights: importance-sampling weights, float32 tensor of shape (batch_size, 1)
     :param indices: flat leaf indices (``pos * n_envs + env``) of the sampled transitions,
         to hand back to ``PrioritizedReplayBuffer.update_priorities``
+    :param stamps: int64 write stamp of each sampled leaf when it was sampled (how many times ``add``
+        had written it), to hand back with ``indices`` so that updates for overwritten data are skipped
     """
 
     observations: th.Tensor
@@ -38,11 +40,12 @@ class PrioritizedReplayBufferSamples(NamedTuple):
     discounts: th.Tensor | None
     weights: th.Tensor
     indices: np.ndarray
+    stamps: np.ndarray
 
 
 class PrioritizedDictReplayBufferSamples(NamedTuple):
     """
-    ``DictReplayBufferSamples`` (same fields, same order) plus ``weights`` and ``indices``, as in
+    ``DictReplayBufferSamples`` (same fields, same order) plus ``weights``, ``indices`` and ``stamps``, as in
     ``PrioritizedReplayBufferSamples``.
     """
 
@@ -54,6 +57,7 @@ class PrioritizedDictReplayBufferSamples(NamedTuple):
     discounts: th.Tensor | None
     weights: th.Tensor
     indices: np.ndarray
+    stamps: np.ndarray
 
 
 class PrioritizedBufferMixin(ReplayTagsMixin):
@@ -257,8 +261,9 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
         # (N P(i))^-beta / max_j (N P(j))^-beta = (P(i) / P_min)^-beta: N cancels out.
         weights = (probabilities / smallest) ** -self.beta
         self.n_sample_calls += 1
-        self._write_count_at_sample[leaves] = self._write_count[leaves]
-        return self._get_prioritized_samples(leaves, weights, env)
+        stamps = self._write_count[leaves]
+        self._write_count_at_sample[leaves] = stamps
+        return self._get_prioritized_samples(leaves, weights, stamps, env)
 
     def _stratified_leaves(self, uniforms: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
         """
@@ -300,7 +305,9 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
                 stacklevel=3,
             )
 
-    def _get_prioritized_samples(self, leaves: np.ndarray, weights: np.ndarray, env: VecNormalize | None) -> Any:
+    def _get_prioritized_samples(
+        self, leaves: np.ndarray, weights: np.ndarray, stamps: np.ndarray, env: VecNormalize | None
+    ) -> Any:
         # A leaf is `pos * n_envs + env`, so viewing (buffer_size, n_envs, ...) storage as
         # (buffer_size * n_envs, ...) makes each leaf a row. One `take` per array is about twice as fast
         # as SB3's two-index gather, and its result is a fresh array, so torch can adopt it uncopied.
@@ -325,6 +332,7 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
             discounts=None if discounts is None else self._to_torch(discounts),
             weights=self._to_torch(weights.astype(np.float32).reshape(-1, 1)),
             indices=leaves,
+            stamps=stamps,
         )
 
     def _to_torch(self, array: np.ndarray) -> th.Tensor:
@@ -378,7 +386,9 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
             return {key: self._rows(value, leaves) for key, value in storage.items()}
         return storage.reshape(self.buffer_size * self.n_envs, *storage.shape[2:]).take(leaves, axis=0)
 
-    def update_priorities(self, indices: np.ndarray | th.Tensor, td_errors: np.ndarray | th.Tensor) -> None:
+    def update_priorities(
+        self, indices: np.ndarray | th.Tensor, td_errors: np.ndarray | th.Tensor, stamps: np.ndarray | None = None
+    ) -> None:
         """
         Set the priority of sampled transitions from their TD errors: ``(|td_error| + epsilon) ** alpha``.
 
@@ -388,12 +398,21 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
         :param indices: flat indices, as returned in the samples' ``indices``
         :param td_errors: one TD error per index (numpy array or torch tensor on any device, any
             shape that flattens to the batch, e.g. (batch_size, 1))
+        :param stamps: the samples' ``stamps``: an update is applied only where the leaf's write stamp is
+            still the one it had when sampled (exact). Without them, each leaf's stamp at its latest sample
+            stands in, which misses an older batch whose slot was overwritten and sampled again since
         """
         # Few numpy calls on purpose: at batch 256 each costs about as much as its arithmetic.
         leaves = _as_flat_numpy(indices, "indices")
         errors = _as_flat_numpy(td_errors, "td_errors")
         if leaves.shape[0] != errors.shape[0]:
             raise ValueError(f"td_errors has {errors.shape[0]} values but indices has {leaves.shape[0]}")
+        if stamps is not None:
+            stamps = _as_flat_numpy(stamps, "stamps")
+            if stamps.shape[0] != leaves.shape[0]:
+                raise ValueError(f"stamps has {stamps.shape[0]} values but indices has {leaves.shape[0]}")
+            if stamps.size and stamps.dtype.kind not in "iu":
+                raise ValueError(f"stamps must be integers, got dtype {stamps.dtype}")
         if leaves.size == 0:
             return
         if leaves.dtype.kind not in "iu":
@@ -406,8 +425,11 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
         if not np.isfinite(priorities.max()):  # NaN propagates through max, inf is the max
             bad = errors[~np.isfinite(priorities)][0]
             raise ValueError(f"td_errors must be finite and give finite priorities, got {bad}")
-        stamps = self._write_count_at_sample[leaves]
-        fresh = (stamps == self._write_count[leaves]) | (stamps < 0)
+        if stamps is None:
+            sampled_stamps = self._write_count_at_sample[leaves]
+            fresh = (sampled_stamps == self._write_count[leaves]) | (sampled_stamps < 0)
+        else:
+            fresh = self._write_count[leaves] == stamps
         if self.optimize_memory_usage and self.full:
             fresh &= leaves // self.n_envs != self.pos  # the slot whose next observation is gone stays at zero
         if not fresh.all():
@@ -440,12 +462,12 @@ class PrioritizedReplayBuffer(PrioritizedBufferMixin, ReplayBuffer):
     - Weights are ``w_i = (N * P(i)) ** -beta`` divided by the largest weight, so they only scale
       updates down. ``beta`` anneals linearly from ``beta_start`` to ``beta_end`` over
       ``beta_anneal_steps`` calls to ``sample``.
-    - ``update_priorities(indices, td_errors)`` sets priority ``(|td_error| + epsilon) ** alpha``. An
+    - ``update_priorities(indices, td_errors, stamps)`` sets priority ``(|td_error| + epsilon) ** alpha``. An
       update for a transition that ``add`` has overwritten since it was sampled is skipped: its error
-      belongs to data that is gone (ray #6534). The check keeps one write count per slot, taken at the
-      slot's latest sample: an update from an older batch whose slot has been overwritten *and sampled
-      again* since is not recognised as stale. Updating right after each sample, as ``sb3_per.SAC``
-      does, never meets that case.
+      belongs to data that is gone (ray #6534). Each leaf counts the times ``add`` wrote it, and the samples
+      carry that count (``stamps``); given back, they make the check exact. Without them, the count at the
+      slot's latest sample stands in, and an update from an older batch whose slot has been overwritten
+      *and sampled again* since is not recognised as stale.
 
     An algorithm must call ``update_priorities`` after its gradient steps (``sb3_per.SAC`` does);
     with one that never does, every transition keeps its entry priority and the buffer warns.
