@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from numbers import Real
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -97,7 +98,7 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
         alpha: float,
         beta_start: float,
         beta_end: float,
-        beta_anneal_steps: int,
+        beta_anneal_steps: int | str,
         epsilon: float,
         weight_normalization: str,
         n_steps: int,
@@ -117,7 +118,9 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
         self.alpha = float(alpha)
         self.beta_start = float(beta_start)
         self.beta_end = float(beta_end)
-        self.beta_anneal_steps = int(beta_anneal_steps)
+        self.beta_anneal_steps: int | str = "auto" if beta_anneal_steps == "auto" else int(beta_anneal_steps)
+        # Training progress in [0, 1] for beta_anneal_steps="auto", set by the algorithm (None: not yet)
+        self.beta_progress: float | None = None
         self.epsilon = float(epsilon)
         self.weight_normalization = weight_normalization
         self.n_steps = int(n_steps)
@@ -148,8 +151,33 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
     @property
     def beta(self) -> float:
         """Importance-sampling exponent the next ``sample`` call will use."""
-        progress = min(1.0, self.n_sample_calls / self.beta_anneal_steps)
+        if self.beta_anneal_steps == "auto":
+            if self.beta_progress is None:
+                raise ValueError(
+                    f"{type(self).__name__} has beta_anneal_steps='auto', so beta follows the training progress, "
+                    "which nothing has set: train with sb3_per's algorithms (sb3_per.SAC, TD3, DDPG or DQN), which "
+                    "call set_beta_progress at each training call, or give beta_anneal_steps a number of sample calls"
+                )
+            progress = self.beta_progress
+        else:
+            progress = min(1.0, self.n_sample_calls / self.beta_anneal_steps)
         return self.beta_start + progress * (self.beta_end - self.beta_start)
+
+    def set_beta_progress(self, progress: float) -> None:
+        """
+        Set how far beta has annealed, for ``beta_anneal_steps="auto"``: beta is then
+        ``beta_start + progress * (beta_end - beta_start)`` until the next call.
+
+        :param progress: training progress in [0, 1] (sb3_per's algorithms pass ``1 - _current_progress_remaining``)
+        """
+        if self.beta_anneal_steps != "auto":
+            raise ValueError(
+                f"set_beta_progress is for beta_anneal_steps='auto'; this buffer anneals beta over "
+                f"beta_anneal_steps={self.beta_anneal_steps} sample calls"
+            )
+        if isinstance(progress, bool) or not isinstance(progress, Real) or not 0.0 <= progress <= 1.0:
+            raise ValueError(f"progress must be a number in [0, 1], got {progress!r}")
+        self.beta_progress = float(progress)
 
     @property
     def n_transitions(self) -> int:
@@ -252,6 +280,7 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
         :return: the samples (``samples_class``), their IS weights and their flat indices
         """
         self._check_batch_size(batch_size)
+        beta = self.beta  # first, as it can raise
         self._warn_if_priorities_never_updated()
         # NumPy's global generator, as SB3's buffers use, so that `set_random_seed` seeds sampling.
         uniforms = np.random.random_sample(batch_size)  # noqa: NPY002
@@ -259,7 +288,7 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
         if self.weight_normalization == "batch":
             smallest = probabilities.min()
         # (N P(i))^-beta / max_j (N P(j))^-beta = (P(i) / P_min)^-beta: N cancels out.
-        weights = (probabilities / smallest) ** -self.beta
+        weights = (probabilities / smallest) ** -beta
         self.n_sample_calls += 1
         stamps = self._write_count[leaves]
         self._write_count_at_sample[leaves] = stamps
@@ -461,7 +490,9 @@ class PrioritizedReplayBuffer(PrioritizedBufferMixin, ReplayBuffer):
       buffer (SAC's default ``learning_starts=100`` is below its default ``batch_size=256``).
     - Weights are ``w_i = (N * P(i)) ** -beta`` divided by the largest weight, so they only scale
       updates down. ``beta`` anneals linearly from ``beta_start`` to ``beta_end`` over
-      ``beta_anneal_steps`` calls to ``sample``.
+      ``beta_anneal_steps`` calls to ``sample``, or, with ``beta_anneal_steps="auto"``, with the training
+      progress that sb3_per's algorithms give ``set_beta_progress`` at each training call, so that beta
+      reaches ``beta_end`` at the end of ``learn``.
     - ``update_priorities(indices, td_errors, stamps)`` sets priority ``(|td_error| + epsilon) ** alpha``. An
       update for a transition that ``add`` has overwritten since it was sampled is skipped: its error
       belongs to data that is gone (ray #6534). Each leaf counts the times ``add`` wrote it, and the samples
@@ -484,7 +515,8 @@ class PrioritizedReplayBuffer(PrioritizedBufferMixin, ReplayBuffer):
     :param alpha: How much prioritization is used (0: uniform, 1: fully proportional to priority or 1 / rank)
     :param beta_start: Importance-sampling exponent at the first ``sample`` call
     :param beta_end: Importance-sampling exponent reached after ``beta_anneal_steps`` calls
-    :param beta_anneal_steps: Number of ``sample`` calls over which beta goes from start to end
+    :param beta_anneal_steps: Number of ``sample`` calls over which beta goes from start to end, or
+        ``"auto"``: beta follows ``set_beta_progress`` (sampling before it is ever called raises ``ValueError``)
     :param epsilon: Added to ``|td_error|`` so that no transition's priority is ever zero
     :param weight_normalization: ``"buffer"`` divides the weights by the largest weight any stored
         transition could get (from the smallest sampling probability, as in the paper); ``"batch"`` by the
@@ -515,7 +547,7 @@ class PrioritizedReplayBuffer(PrioritizedBufferMixin, ReplayBuffer):
         alpha: float = 0.6,
         beta_start: float = 0.4,
         beta_end: float = 1.0,
-        beta_anneal_steps: int = 200_000,
+        beta_anneal_steps: int | str = 200_000,
         epsilon: float = 1e-6,
         weight_normalization: str = "buffer",
         n_steps: int = 1,
@@ -588,7 +620,7 @@ class PrioritizedDictReplayBuffer(PrioritizedBufferMixin, DictReplayBuffer):
         alpha: float = 0.6,
         beta_start: float = 0.4,
         beta_end: float = 1.0,
-        beta_anneal_steps: int = 200_000,
+        beta_anneal_steps: int | str = 200_000,
         epsilon: float = 1e-6,
         weight_normalization: str = "buffer",
         n_steps: int = 1,
@@ -647,7 +679,7 @@ def check_per_parameters(
     alpha: float,
     beta_start: float,
     beta_end: float,
-    beta_anneal_steps: int = 1,
+    beta_anneal_steps: int | str = 1,
     epsilon: float = 1e-6,
     weight_normalization: str = "buffer",
 ) -> None:
@@ -660,8 +692,11 @@ def check_per_parameters(
     for name, beta in (("beta_start", beta_start), ("beta_end", beta_end)):
         if not 0.0 <= beta <= 1.0:
             raise ValueError(f"{name} must be in [0, 1], got {beta!r}")
-    if int(beta_anneal_steps) != beta_anneal_steps or beta_anneal_steps <= 0:
-        raise ValueError(f"beta_anneal_steps must be a positive integer, got {beta_anneal_steps!r}")
+    if isinstance(beta_anneal_steps, (str, bool)):
+        if beta_anneal_steps != "auto":
+            raise ValueError(f"beta_anneal_steps must be a positive integer or 'auto', got {beta_anneal_steps!r}")
+    elif int(beta_anneal_steps) != beta_anneal_steps or beta_anneal_steps <= 0:
+        raise ValueError(f"beta_anneal_steps must be a positive integer or 'auto', got {beta_anneal_steps!r}")
     if not (np.isfinite(epsilon) and epsilon > 0):
         raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}")
     if float(epsilon) ** float(alpha) == 0.0:
