@@ -14,11 +14,17 @@ from stable_baselines3.common.type_aliases import TensorDict
 from stable_baselines3.common.vec_env import VecNormalize
 
 from sb3_per.rank_heap import RankHeap
-from sb3_per.replay_tags import ReplayTagsMixin
+from sb3_per.replay_tags import ReplayTagsMixin, checked_stored_leaves
 from sb3_per.sum_tree import SumTree
 
 WEIGHT_NORMALIZATIONS = ("buffer", "batch")
 PRIORITIZATIONS = ("proportional", "rank")
+# Faded priorities are stored as p_i * 2 ** (t_i / h - offset). The tree is rescaled (offset raised) once the
+# newest entries are this many doublings above the offset, which bounds stored values at p * 2 ** 64 ...
+FADE_RESCALE_DOUBLINGS = 64
+# ... and a transition cannot fade more than buffer_size / h doublings before it is overwritten: at most this
+# many, so that stored values (and their reciprocals in the inverse tree) stay far inside float64's range.
+MAX_FADE_DOUBLINGS = 512
 
 
 class PrioritizedReplayBufferSamples(NamedTuple):
@@ -106,6 +112,7 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
         prioritization: str,
         tag_key: str | None,
         inverse_sampling: bool,
+        priority_half_life: float | None,
     ) -> None:
         """Check and keep the prioritization parameters (after SB3's constructor made the storage)."""
         check_per_parameters(alpha, beta_start, beta_end, beta_anneal_steps, epsilon, weight_normalization)
@@ -124,6 +131,13 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
                 "1 / priority, which rank-based prioritization does not sample by"
             )
         self.inverse_sampling = bool(inverse_sampling)
+        check_priority_half_life(priority_half_life, self.buffer_size)
+        if priority_half_life is not None and prioritization == "rank":
+            raise ValueError(
+                f"priority_half_life={priority_half_life!r} needs prioritization='proportional': fading every "
+                "priority changes no rank, and rank-based sampling does not fade"
+            )
+        self.priority_half_life = None if priority_half_life is None else float(priority_half_life)
         self.alpha = float(alpha)
         self.beta_start = float(beta_start)
         self.beta_end = float(beta_end)
@@ -150,6 +164,9 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
         self.inverse_tree = SumTree(n_leaves) if self.inverse_sampling else None
         # Largest priority given so far (already raised to alpha): what new transitions enter with.
         self.max_priority = 1.0
+        # Fading clock: `add` calls so far, and the doublings taken out of the stored priorities by rescales.
+        self.n_add_calls = 0
+        self._fade_offset = 0
         # Per-leaf write counter, and its value when the leaf was last sampled (-1: not since created),
         # to skip updates for transitions overwritten after they were sampled.
         self._write_count = np.zeros(n_leaves, dtype=np.int64)
@@ -198,8 +215,48 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
 
     @property
     def mean_priority(self) -> float:
-        """Mean priority (raised to alpha) of the stored transitions; ``nan`` when empty."""
-        return self.tree.total / self.n_transitions if self.n_transitions else float("nan")
+        """Mean (effective) priority, raised to alpha, of the stored transitions; ``nan`` when empty."""
+        if not self.n_transitions:
+            return float("nan")
+        if self.priority_half_life is None:
+            return self.tree.total / self.n_transitions
+        return self.tree.total * 2.0**-self._fade_exponent / self.n_transitions
+
+    def priorities_at(self, indices: np.ndarray) -> np.ndarray:
+        """
+        Effective priorities (raised to alpha, faded if ``priority_half_life`` is set) of stored transitions.
+
+        :param indices: flat leaf indices (``pos * n_envs + env``) of stored transitions
+        """
+        leaves = checked_stored_leaves(indices, self.n_transitions)
+        if self.priority_half_life is None:
+            return self.tree[leaves]
+        return self.tree[leaves] * 2.0**-self._fade_exponent
+
+    @property
+    def _fade_exponent(self) -> float:
+        """Doublings by which a priority written now is stored above its value: ``t / h - offset``."""
+        return self.n_add_calls / self.priority_half_life - self._fade_offset  # type: ignore[operator]
+
+    def _stored(self, priorities: np.ndarray) -> np.ndarray:
+        """What the tree stores for priorities written now: themselves, or scaled up by the fading clock."""
+        if self.priority_half_life is None:
+            return priorities
+        return priorities * 2.0**self._fade_exponent
+
+    def _advance_fading_clock(self) -> None:
+        """Count one ``add`` call; past the bound, take whole doublings out of every stored priority."""
+        self.n_add_calls += 1
+        if self.priority_half_life is None or self._fade_exponent <= FADE_RESCALE_DOUBLINGS:
+            return
+        doublings = int(self._fade_exponent)
+        # A power of two: the tree (and the inverse tree) stay exact sums of their leaves.
+        self.tree.scale(2.0**-doublings)
+        if self.inverse_tree is not None:
+            self.inverse_tree.scale(2.0**doublings)
+        self._fade_offset += doublings
+        if self.tagged:
+            self._resum_tag_priorities()
 
     def reset(self) -> None:
         super().reset()  # type: ignore[misc]
@@ -241,8 +298,10 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
         """
         pos = self.pos
         super().add(obs, next_obs, action, reward, done, infos)  # type: ignore[misc]
+        self._advance_fading_clock()
         leaves = pos * self.n_envs + np.arange(self.n_envs)
-        priorities = np.full(self.n_envs, self.max_priority)
+        # Undecayed: a new transition enters as the most likely to be replayed, faded or not.
+        priorities = self._stored(np.full(self.n_envs, self.max_priority))
         if self.tagged:
             _, old_slots, new_slots = self._store_tags(pos, infos)
             previous = self._write_leaves(leaves, priorities)
@@ -467,12 +526,7 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
                 raise ValueError(f"stamps must be integers, got dtype {stamps.dtype}")
         if leaves.size == 0:
             return
-        if leaves.dtype.kind not in "iu":
-            raise ValueError(f"indices must be integers, got dtype {leaves.dtype}")
-        leaves = leaves.astype(np.int64, copy=False)
-        if leaves.min() < 0 or leaves.max() >= self.n_transitions:
-            bad = leaves[(leaves < 0) | (leaves >= self.n_transitions)][0]
-            raise ValueError(f"index {bad} is out of range: the buffer holds {self.n_transitions} transitions")
+        leaves = checked_stored_leaves(leaves, self.n_transitions)
         priorities = (np.abs(errors, dtype=np.float64) + self.epsilon) ** self.alpha
         if not np.isfinite(priorities.max()):  # NaN propagates through max, inf is the max
             bad = errors[~np.isfinite(priorities)][0]
@@ -487,7 +541,7 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
         if not fresh.all():
             leaves, priorities = leaves[fresh], priorities[fresh]
         if leaves.size:
-            self._set_priorities(leaves, priorities)
+            self._set_priorities(leaves, self._stored(priorities))
             self.max_priority = max(self.max_priority, float(priorities.max()))
         self.n_priority_updates += 1
 
@@ -556,6 +610,12 @@ class PrioritizedReplayBuffer(PrioritizedBufferMixin, ReplayBuffer):
         (``bool`` included) is tag -1. None (default): no tags
     :param inverse_sampling: keep a second sum tree over ``1 / priority`` (proportional only), in step with the
         first on every write, for ``sample(batch_size, inverse=True)`` (LA3P's actor batches)
+    :param priority_half_life: recency-faded priorities (proportional only): with half-life ``h``, counted in
+        ``add`` calls (one call = one step of all envs), a transition whose priority ``p_i`` was written
+        (by ``add`` or ``update_priorities``) at add-count ``t_i`` has at add-count ``t`` the effective priority
+        ``p_i * 2 ** (-(t - t_i) / h)``; sampling, the IS weights' smallest probability and ``mean_priority``
+        follow it exactly, and new transitions enter at ``max_priority`` undecayed. It must be at least
+        ``buffer_size / 512``. None (default): no fading
     """
 
     samples_class = PrioritizedReplayBufferSamples
@@ -580,6 +640,7 @@ class PrioritizedReplayBuffer(PrioritizedBufferMixin, ReplayBuffer):
         prioritization: str = "proportional",
         tag_key: str | None = None,
         inverse_sampling: bool = False,
+        priority_half_life: float | None = None,
     ):
         check_n_step_parameters(n_steps, gamma)
         if n_steps > 1 and optimize_memory_usage:
@@ -610,6 +671,7 @@ class PrioritizedReplayBuffer(PrioritizedBufferMixin, ReplayBuffer):
             prioritization,
             tag_key,
             inverse_sampling,
+            priority_half_life,
         )
 
 
@@ -630,8 +692,8 @@ class PrioritizedDictReplayBuffer(PrioritizedBufferMixin, DictReplayBuffer):
     :param handle_timeout_termination: Handle timeout termination (due to timelimit)
         separately and treat the task as infinite horizon task (SB3 issue #284)
     :param alpha: see ``PrioritizedReplayBuffer``, as are ``beta_start``, ``beta_end``, ``beta_anneal_steps``,
-        ``epsilon``, ``weight_normalization``, ``n_steps``, ``gamma``, ``prioritization``, ``tag_key`` and
-        ``inverse_sampling``
+        ``epsilon``, ``weight_normalization``, ``n_steps``, ``gamma``, ``prioritization``, ``tag_key``,
+        ``inverse_sampling`` and ``priority_half_life``
     """
 
     samples_class = PrioritizedDictReplayBufferSamples
@@ -656,6 +718,7 @@ class PrioritizedDictReplayBuffer(PrioritizedBufferMixin, DictReplayBuffer):
         prioritization: str = "proportional",
         tag_key: str | None = None,
         inverse_sampling: bool = False,
+        priority_half_life: float | None = None,
     ):
         check_n_step_parameters(n_steps, gamma)
         if not isinstance(observation_space, spaces.Dict):
@@ -685,6 +748,7 @@ class PrioritizedDictReplayBuffer(PrioritizedBufferMixin, DictReplayBuffer):
             prioritization,
             tag_key,
             inverse_sampling,
+            priority_half_life,
         )
 
 
@@ -706,6 +770,22 @@ def _as_flat_numpy(values: np.ndarray | th.Tensor, name: str) -> np.ndarray:
     if array.dtype == object:
         raise ValueError(f"{name} must be a numeric array, got {type(values).__name__}")
     return array.reshape(-1)
+
+
+def check_priority_half_life(priority_half_life: float | None, buffer_size: int) -> None:
+    """Raise ``ValueError``, naming the parameter and its value, for a bad ``priority_half_life``."""
+    if priority_half_life is None:
+        return
+    if isinstance(priority_half_life, bool) or not isinstance(priority_half_life, Real):
+        raise ValueError(f"priority_half_life must be a number > 0 or None, got {priority_half_life!r}")
+    if not (np.isfinite(priority_half_life) and priority_half_life > 0):
+        raise ValueError(f"priority_half_life must be a finite number > 0 or None, got {priority_half_life!r}")
+    if buffer_size / priority_half_life > MAX_FADE_DOUBLINGS:
+        raise ValueError(
+            f"priority_half_life={priority_half_life!r} is below buffer_size / {MAX_FADE_DOUBLINGS} = "
+            f"{buffer_size / MAX_FADE_DOUBLINGS:g} add calls: the oldest transitions would fade by more than "
+            f"2 ** -{MAX_FADE_DOUBLINGS} before being overwritten, past what the sum tree can hold exactly"
+        )
 
 
 def check_n_step_parameters(n_steps: int, gamma: float) -> None:

@@ -30,6 +30,18 @@ def tag_of(value: Any) -> int:
     return UNKNOWN_TAG
 
 
+def checked_stored_leaves(indices: np.ndarray, n_stored: int) -> np.ndarray:
+    """``indices`` as int64 leaves, or ``ValueError`` if they are not integers in ``[0, n_stored)``."""
+    leaves = np.asarray(indices)
+    if leaves.size and leaves.dtype.kind not in "iu":
+        raise ValueError(f"indices must be integers, got dtype {leaves.dtype}")
+    leaves = leaves.astype(np.int64, copy=False)
+    if leaves.size and (leaves.min() < 0 or leaves.max() >= n_stored):
+        bad = leaves[(leaves < 0) | (leaves >= n_stored)].flat[0]
+        raise ValueError(f"index {bad} is out of range: the buffer holds {n_stored} transitions")
+    return leaves
+
+
 class ReplayTagsMixin:
     """
     Tag storage and tag statistics for an SB3 replay buffer whose leaves are ``pos * n_envs + env``.
@@ -97,15 +109,7 @@ class ReplayTagsMixin:
         :return: int64 array of their tags (``UNKNOWN_TAG`` = -1 where the key was missing or not an integer)
         """
         self._check_tagged()
-        leaves = np.asarray(indices)
-        if leaves.size and leaves.dtype.kind not in "iu":
-            raise ValueError(f"indices must be integers, got dtype {leaves.dtype}")
-        leaves = leaves.astype(np.int64, copy=False)
-        n_stored = self._n_stored_leaves
-        if leaves.size and (leaves.min() < 0 or leaves.max() >= n_stored):
-            bad = leaves[(leaves < 0) | (leaves >= n_stored)].flat[0]
-            raise ValueError(f"index {bad} is out of range: the buffer holds {n_stored} transitions")
-        return self._tag_values[self._tag_slot[leaves]]
+        return self._tag_values[self._tag_slot[checked_stored_leaves(indices, self._n_stored_leaves)]]
 
     def tag_buffer_shares(self) -> dict[int, float]:
         """Share of the stored transitions that carry each tag, for every tag stored (shares sum to 1)."""

@@ -147,6 +147,16 @@ class SumTree:
             raise ValueError(f"priorities must be non-negative, got {values.min()}")
         return _set_leaves_and_refresh(self._sums, self._mins, self.tree_size, leaves, values)
 
+    def scale(self, factor: float) -> None:
+        """
+        Multiply every priority by ``factor`` (> 0), in O(capacity). With a power of two, and no value
+        leaving float64's normal range, every node still equals the sum of its children bit for bit.
+        """
+        if not (np.isfinite(factor) and factor > 0.0):
+            raise ValueError(f"factor must be a finite number > 0, got {factor!r}")
+        self._sums *= factor
+        self._mins *= factor
+
     def find(self, prefix_sums: np.ndarray) -> np.ndarray:
         """
         Leaves found by descending the tree with each prefix sum: leaf ``j`` is returned for a prefix
