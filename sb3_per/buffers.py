@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from numbers import Real
+from numbers import Integral, Real
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -19,6 +19,8 @@ from sb3_per.sum_tree import SumTree
 
 WEIGHT_NORMALIZATIONS = ("buffer", "batch")
 PRIORITIZATIONS = ("proportional", "rank")
+INTEGER_KINDS, REAL_KINDS = "iu", "iuf"  # numpy dtype kinds accepted for indices and stamps, and for TD errors
+KIND_NAMES = {INTEGER_KINDS: "integers", REAL_KINDS: "real numbers (integer or float, not bool or complex)"}
 # Faded priorities are stored as p_i * 2 ** (t_i / h - offset). The tree is rescaled (offset raised) once the
 # newest entries are this many doublings above the offset, which bounds stored values at p * 2 ** 64 ...
 FADE_RESCALE_DOUBLINGS = 64
@@ -132,6 +134,12 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
             )
         self.inverse_sampling = bool(inverse_sampling)
         check_priority_half_life(priority_half_life, self.buffer_size)
+        fade = 0.0 if priority_half_life is None else self.buffer_size / priority_half_life
+        if inverse_sampling and not np.isfinite(self.buffer_size * self.n_envs * 2.0**fade / epsilon**alpha):
+            raise ValueError(
+                f"epsilon ** alpha = {epsilon**alpha!r} is so small that the inverse tree's total, over 1 / priority, "
+                "could overflow float64: raise epsilon"
+            )
         if priority_half_life is not None and prioritization == "rank":
             raise ValueError(
                 f"priority_half_life={priority_half_life!r} needs prioritization='proportional': fading every "
@@ -164,6 +172,11 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
         self.inverse_tree = SumTree(n_leaves) if self.inverse_sampling else None
         # Largest priority given so far (already raised to alpha): what new transitions enter with.
         self.max_priority = 1.0
+        # How far above a written priority the tree's total can get: every leaf at it, each scaled up by the
+        # largest fade exponent a write can see (the rescale bound, plus one add's step).
+        fade = 0.0 if self.priority_half_life is None else FADE_RESCALE_DOUBLINGS + 1.0 / self.priority_half_life
+        self._priority_headroom = n_leaves * 2.0**fade
+        self._largest_priority = np.finfo(np.float64).max / self._priority_headroom
         # Fading clock: `add` calls so far, and the doublings taken out of the stored priorities by rescales.
         self.n_add_calls = 0
         self._fade_offset = 0
@@ -390,13 +403,10 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
         return leaves, self.tree[leaves], self.tree.min
 
     def _check_batch_size(self, batch_size: int) -> None:
-        if int(batch_size) != batch_size or batch_size < 1:
+        # A batch larger than the buffer is fine: stratified sampling over more segments than leaves
+        # samples with replacement, as SB3's uniform buffer does.
+        if isinstance(batch_size, bool) or not isinstance(batch_size, Integral) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
-        if batch_size > self.tree.capacity:
-            raise ValueError(
-                f"batch_size={batch_size} is larger than the buffer, which holds at most {self.tree.capacity} "
-                "transitions: raise buffer_size or lower batch_size"
-            )
         if self.n_transitions == 0:
             raise ValueError(f"cannot sample from an empty {type(self).__name__}: add transitions first")
 
@@ -507,30 +517,37 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
         ``ValueError`` and leaves every priority unchanged.
 
         :param indices: flat indices, as returned in the samples' ``indices``
-        :param td_errors: one TD error per index (numpy array or torch tensor on any device, any
-            shape that flattens to the batch, e.g. (batch_size, 1))
+        :param td_errors: one finite TD error per index (numpy array or torch tensor on any device, any
+            shape that flattens to the batch, e.g. (batch_size, 1)); integers or floats, float16 and bfloat16
+            tensors being widened to float32
         :param stamps: the samples' ``stamps``: an update is applied only where the leaf's write stamp is
             still the one it had when sampled (exact). Without them, each leaf's stamp at its latest sample
             stands in, which misses an older batch whose slot was overwritten and sampled again since
         """
         # Few numpy calls on purpose: at batch 256 each costs about as much as its arithmetic.
-        leaves = _as_flat_numpy(indices, "indices")
-        errors = _as_flat_numpy(td_errors, "td_errors")
+        leaves = _as_flat_numpy(indices, "indices", INTEGER_KINDS)
+        errors = _as_flat_numpy(td_errors, "td_errors", REAL_KINDS)
         if leaves.shape[0] != errors.shape[0]:
             raise ValueError(f"td_errors has {errors.shape[0]} values but indices has {leaves.shape[0]}")
         if stamps is not None:
-            stamps = _as_flat_numpy(stamps, "stamps")
+            stamps = _as_flat_numpy(stamps, "stamps", INTEGER_KINDS)
             if stamps.shape[0] != leaves.shape[0]:
                 raise ValueError(f"stamps has {stamps.shape[0]} values but indices has {leaves.shape[0]}")
-            if stamps.size and stamps.dtype.kind not in "iu":
-                raise ValueError(f"stamps must be integers, got dtype {stamps.dtype}")
         if leaves.size == 0:
             return
         leaves = checked_stored_leaves(leaves, self.n_transitions)
-        priorities = (np.abs(errors, dtype=np.float64) + self.epsilon) ** self.alpha
-        if not np.isfinite(priorities.max()):  # NaN propagates through max, inf is the max
-            bad = errors[~np.isfinite(priorities)][0]
-            raise ValueError(f"td_errors must be finite and give finite priorities, got {bad}")
+        magnitudes = np.abs(errors, dtype=np.float64)
+        # Checked on the errors, not the priorities: with alpha=0, NaN ** 0 = 1. NaN propagates through max.
+        if not np.isfinite(magnitudes.max()):
+            raise ValueError(f"td_errors must be finite, got {errors[~np.isfinite(magnitudes)][0]}")
+        priorities = (magnitudes + self.epsilon) ** self.alpha
+        top = priorities.max()
+        if not top <= self._largest_priority:  # also catches a priority that overflowed to inf
+            raise ValueError(
+                f"td_errors give priority {top} (raised to alpha), too large for the sum tree: with all "
+                f"{self.tree.capacity} transitions at it (and faded ones at their largest scale) its total "
+                "would overflow float64"
+            )
         if stamps is None:
             sampled_stamps = self._write_count_at_sample[leaves]
             fresh = (sampled_stamps == self._write_count[leaves]) | (sampled_stamps < 0)
@@ -542,7 +559,7 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
             leaves, priorities = leaves[fresh], priorities[fresh]
         if leaves.size:
             self._set_priorities(leaves, self._stored(priorities))
-            self.max_priority = max(self.max_priority, float(priorities.max()))
+            self.max_priority = max(self.max_priority, float(top))
         self.n_priority_updates += 1
 
 
@@ -562,9 +579,9 @@ class PrioritizedReplayBuffer(PrioritizedBufferMixin, ReplayBuffer):
       reproducible. With ``prioritization="proportional"`` (the default), ``P(i)`` is proportional to
       ``priority ** alpha`` (a sum tree); with ``prioritization="rank"`` (Schaul et al. 2016, section 3.3),
       ``P(i)`` is proportional to ``(1 / rank(i)) ** alpha``, rank 1 being the largest priority (a binary heap
-      whose array order approximates the ranks, re-sorted periodically, as in the paper). While the buffer
-      holds fewer transitions than ``batch_size``, transitions repeat in a batch, as with SB3's uniform
-      buffer (SAC's default ``learning_starts=100`` is below its default ``batch_size=256``).
+      whose array order approximates the ranks, re-sorted periodically, as in the paper). A batch larger
+      than what the buffer holds (even than ``buffer_size``) samples with replacement, as SB3's uniform buffer
+      does (SAC's default ``learning_starts=100`` is below its default ``batch_size=256``).
     - Weights are ``w_i = (N * P(i)) ** -beta`` divided by the largest weight, so they only scale
       updates down. ``beta`` anneals linearly from ``beta_start`` to ``beta_end`` over
       ``beta_anneal_steps`` calls to ``sample``, or, with ``beta_anneal_steps="auto"``, with the training
@@ -763,12 +780,18 @@ def _reciprocals(priorities: np.ndarray) -> np.ndarray:
     return np.divide(1.0, priorities, out=np.zeros_like(priorities), where=priorities > 0.0)
 
 
-def _as_flat_numpy(values: np.ndarray | th.Tensor, name: str) -> np.ndarray:
+def _as_flat_numpy(values: np.ndarray | th.Tensor, name: str, kinds: str) -> np.ndarray:
+    """
+    ``values`` as a flat numpy array, or ``ValueError`` naming ``name`` unless its dtype kind is in ``kinds``
+    (an empty array passes). float16 and bfloat16 tensors are widened to float32 (numpy has no bfloat16).
+    """
     if isinstance(values, th.Tensor):
+        if values.dtype in (th.float16, th.bfloat16):
+            values = values.float()
         values = values.detach().cpu().numpy()
     array = np.asarray(values)
-    if array.dtype == object:
-        raise ValueError(f"{name} must be a numeric array, got {type(values).__name__}")
+    if array.size and array.dtype.kind not in kinds:
+        raise ValueError(f"{name} must be {KIND_NAMES[kinds]}, got dtype {array.dtype}")
     return array.reshape(-1)
 
 
@@ -824,6 +847,12 @@ def check_per_parameters(
         raise ValueError(
             f"epsilon ** alpha underflows to 0 (epsilon={epsilon!r}, alpha={alpha!r}), so a transition could get "
             "priority 0 and never be sampled again: raise epsilon or lower alpha"
+        )
+    if np.float32(float(epsilon) ** (float(alpha) * max(beta_start, beta_end))) == 0.0:
+        raise ValueError(
+            f"epsilon={epsilon!r} is so small that, beside a transition of TD error 0, every other importance "
+            f"weight (P_min / P_i) ** beta underflows to 0 in float32 (alpha={alpha!r}, beta up to "
+            f"{max(beta_start, beta_end)!r}): raise epsilon"
         )
     if weight_normalization not in WEIGHT_NORMALIZATIONS:
         raise ValueError(f"weight_normalization must be one of {WEIGHT_NORMALIZATIONS}, got {weight_normalization!r}")

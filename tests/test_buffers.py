@@ -220,7 +220,14 @@ def test_beta_anneals_linearly_and_stays_at_its_end():
 
 @pytest.mark.parametrize(
     ("batch_size", "fill", "message"),
-    [(0, 5, "positive integer"), (-2, 5, "positive integer"), (2, 0, "empty"), (101, 5, "larger than the buffer")],
+    [
+        (0, 5, "positive integer"),
+        (-2, 5, "positive integer"),
+        (2, 0, "empty"),
+        (True, 5, "batch_size"),
+        (4.0, 5, "batch_size"),
+        ("8", 5, "batch_size"),
+    ],
 )
 def test_bad_sample_requests_raise(batch_size, fill, message):
     buffer = make_buffer(buffer_size=100)
@@ -473,7 +480,7 @@ def test_stock_sb3_sac_runs_end_to_end_with_the_buffer_class():
 def test_a_finite_error_whose_priority_overflows_is_rejected():
     buffer = make_buffer(buffer_size=10, alpha=2.0)
     add_steps(buffer, 10)
-    with pytest.raises(ValueError, match="finite priorities"):
+    with pytest.raises(ValueError, match="overflow"):
         buffer.update_priorities(np.array([0, 1]), np.array([1.0, 1e200]))
     np.testing.assert_array_equal(leaf_priorities(buffer), 1.0)
 
