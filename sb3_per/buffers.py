@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from numbers import Real
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -13,6 +14,7 @@ from stable_baselines3.common.type_aliases import TensorDict
 from stable_baselines3.common.vec_env import VecNormalize
 
 from sb3_per.rank_heap import RankHeap
+from sb3_per.replay_tags import ReplayTagsMixin
 from sb3_per.sum_tree import SumTree
 
 WEIGHT_NORMALIZATIONS = ("buffer", "batch")
@@ -27,6 +29,8 @@ class PrioritizedReplayBufferSamples(NamedTuple):
     :param weights: importance-sampling weights, float32 tensor of shape (batch_size, 1)
     :param indices: flat leaf indices (``pos * n_envs + env``) of the sampled transitions,
         to hand back to ``PrioritizedReplayBuffer.update_priorities``
+    :param stamps: int64 write stamp of each sampled leaf when it was sampled (how many times ``add``
+        had written it), to hand back with ``indices`` so that updates for overwritten data are skipped
     """
 
     observations: th.Tensor
@@ -37,11 +41,12 @@ class PrioritizedReplayBufferSamples(NamedTuple):
     discounts: th.Tensor | None
     weights: th.Tensor
     indices: np.ndarray
+    stamps: np.ndarray
 
 
 class PrioritizedDictReplayBufferSamples(NamedTuple):
     """
-    ``DictReplayBufferSamples`` (same fields, same order) plus ``weights`` and ``indices``, as in
+    ``DictReplayBufferSamples`` (same fields, same order) plus ``weights``, ``indices`` and ``stamps``, as in
     ``PrioritizedReplayBufferSamples``.
     """
 
@@ -53,9 +58,10 @@ class PrioritizedDictReplayBufferSamples(NamedTuple):
     discounts: th.Tensor | None
     weights: th.Tensor
     indices: np.ndarray
+    stamps: np.ndarray
 
 
-class PrioritizedBufferMixin:
+class PrioritizedBufferMixin(ReplayTagsMixin):
     """
     Prioritized sampling, importance-sampling weights and priority updates, for an SB3 replay buffer
     whose storage is ``(buffer_size, n_envs, ...)`` arrays (``ReplayBuffer``) or dicts of them
@@ -64,15 +70,15 @@ class PrioritizedBufferMixin:
 
     Each stored transition is a leaf ``pos * n_envs + env``, so every env's data is sampled when
     ``n_envs > 1``. See ``PrioritizedReplayBuffer`` for the behaviour and the parameters.
+
+    With a ``tag_key``, the priority mass of each tag is kept in a small array adjusted by the same writes
+    that update the tree (O(batch) per write), and summed afresh from the leaves when the buffer is unpickled.
     """
 
     # `sample` calls without any `update_priorities` before the buffer warns that priorities are stale
     SAMPLES_BEFORE_NO_UPDATE_WARNING = 100
     # What the subclass's `sample` returns
     samples_class: Any
-    # Defaults for buffers pickled before rank-based prioritization existed (save_replay_buffer files)
-    prioritization: str = "proportional"
-    ranks: RankHeap | None = None
 
     # Set by SB3's buffer constructor
     buffer_size: int
@@ -92,12 +98,13 @@ class PrioritizedBufferMixin:
         alpha: float,
         beta_start: float,
         beta_end: float,
-        beta_anneal_steps: int,
+        beta_anneal_steps: int | str,
         epsilon: float,
         weight_normalization: str,
         n_steps: int,
         gamma: float,
         prioritization: str,
+        tag_key: str | None,
     ) -> None:
         """Check and keep the prioritization parameters (after SB3's constructor made the storage)."""
         check_per_parameters(alpha, beta_start, beta_end, beta_anneal_steps, epsilon, weight_normalization)
@@ -111,12 +118,15 @@ class PrioritizedBufferMixin:
         self.alpha = float(alpha)
         self.beta_start = float(beta_start)
         self.beta_end = float(beta_end)
-        self.beta_anneal_steps = int(beta_anneal_steps)
+        self.beta_anneal_steps: int | str = "auto" if beta_anneal_steps == "auto" else int(beta_anneal_steps)
+        # Training progress in [0, 1] for beta_anneal_steps="auto", set by the algorithm (None: not yet)
+        self.beta_progress: float | None = None
         self.epsilon = float(epsilon)
         self.weight_normalization = weight_normalization
         self.n_steps = int(n_steps)
         self.gamma = float(gamma)
         self.prioritization = prioritization
+        self._init_tags(tag_key)
         self._init_priorities()
 
     def _init_priorities(self) -> None:
@@ -135,12 +145,39 @@ class PrioritizedBufferMixin:
         self.n_sample_calls = 0
         self.n_priority_updates = 0
         self._warned_no_updates = False
+        # Priority mass (as stored in the tree) of each tag slot, see ReplayTagsMixin
+        self._tag_priority_sums = np.zeros(len(self._tag_values))
 
     @property
     def beta(self) -> float:
         """Importance-sampling exponent the next ``sample`` call will use."""
-        progress = min(1.0, self.n_sample_calls / self.beta_anneal_steps)
+        if self.beta_anneal_steps == "auto":
+            if self.beta_progress is None:
+                raise ValueError(
+                    f"{type(self).__name__} has beta_anneal_steps='auto', so beta follows the training progress, "
+                    "which nothing has set: train with sb3_per's algorithms (sb3_per.SAC, TD3, DDPG or DQN), which "
+                    "call set_beta_progress at each training call, or give beta_anneal_steps a number of sample calls"
+                )
+            progress = self.beta_progress
+        else:
+            progress = min(1.0, self.n_sample_calls / self.beta_anneal_steps)
         return self.beta_start + progress * (self.beta_end - self.beta_start)
+
+    def set_beta_progress(self, progress: float) -> None:
+        """
+        Set how far beta has annealed, for ``beta_anneal_steps="auto"``: beta is then
+        ``beta_start + progress * (beta_end - beta_start)`` until the next call.
+
+        :param progress: training progress in [0, 1] (sb3_per's algorithms pass ``1 - _current_progress_remaining``)
+        """
+        if self.beta_anneal_steps != "auto":
+            raise ValueError(
+                f"set_beta_progress is for beta_anneal_steps='auto'; this buffer anneals beta over "
+                f"beta_anneal_steps={self.beta_anneal_steps} sample calls"
+            )
+        if isinstance(progress, bool) or not isinstance(progress, Real) or not 0.0 <= progress <= 1.0:
+            raise ValueError(f"progress must be a number in [0, 1], got {progress!r}")
+        self.beta_progress = float(progress)
 
     @property
     def n_transitions(self) -> int:
@@ -154,7 +191,35 @@ class PrioritizedBufferMixin:
 
     def reset(self) -> None:
         super().reset()  # type: ignore[misc]
+        self._init_tag_storage()
         self._init_priorities()
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        if self.tagged:
+            self._resum_tag_priorities()
+
+    def _resum_tag_priorities(self) -> None:
+        """Per-tag priority sums computed afresh from the leaves, so that they cannot drift from the tree."""
+        n_stored = self._n_stored_leaves
+        self._tag_priority_sums = np.bincount(
+            self._tag_slot[:n_stored], weights=self.tree[np.arange(n_stored)], minlength=len(self._tag_values)
+        )
+
+    def tag_priority_shares(self) -> dict[int, float]:
+        """
+        Share of the total (effective) priority mass held by each tag, for every tag stored (shares sum
+        to 1; empty while the buffer is). With rank-based prioritization the mass is that of the priorities
+        ranked, not of the sampling probabilities.
+        """
+        self._check_tagged()
+        present = self._tag_counts > 0
+        # Adjusted by differences, a tag's sum can end a hair below zero once its mass is gone.
+        sums = np.maximum(self._tag_priority_sums[present], 0.0)
+        total = sums.sum()
+        if total <= 0.0:
+            return {}
+        return dict(zip(self._tag_values[present].tolist(), (sums / total).tolist(), strict=True))
 
     def add(
         self, obs: Any, next_obs: Any, action: np.ndarray, reward: np.ndarray, done: np.ndarray, infos: Any
@@ -164,22 +229,47 @@ class PrioritizedBufferMixin:
         """
         pos = self.pos
         super().add(obs, next_obs, action, reward, done, infos)  # type: ignore[misc]
-        self._set_slot_priority(pos, self.max_priority)
+        leaves = pos * self.n_envs + np.arange(self.n_envs)
+        priorities = np.full(self.n_envs, self.max_priority)
+        if self.tagged:
+            _, old_slots, new_slots = self._store_tags(pos, infos)
+            previous = self._write_leaves(leaves, priorities)
+            # The overwritten transitions' mass leaves their tags, the new ones' enters theirs.
+            self._grow_tag_priority_sums()
+            had_tag = old_slots >= 0
+            self._add_to_tag_sums(old_slots[had_tag], -previous[had_tag])
+            self._add_to_tag_sums(new_slots, priorities)
+        else:
+            self._write_leaves(leaves, priorities)
+        self._write_count[leaves] += 1
         if self.optimize_memory_usage and self.full:
             # `add` has just overwritten the observation of the slot now at `self.pos`, so that
             # transition is invalid until rewritten: SB3 never samples it, neither do we.
-            self._set_slot_priority(self.pos, 0.0)
+            invalid = self.pos * self.n_envs + np.arange(self.n_envs)
+            self._set_priorities(invalid, np.zeros(self.n_envs))
+            self._write_count[invalid] += 1
 
-    def _set_slot_priority(self, pos: int, priority: float) -> None:
-        leaves = pos * self.n_envs + np.arange(self.n_envs)
-        self._set_priorities(leaves, np.full(self.n_envs, priority))
-        self._write_count[leaves] += 1
-
-    def _set_priorities(self, leaves: np.ndarray, priorities: np.ndarray) -> None:
+    def _write_leaves(self, leaves: np.ndarray, priorities: np.ndarray) -> np.ndarray:
+        """Write priorities into every structure that holds them; return what the tree held before."""
         # in range and finite by construction: both callers check or build them
-        self.tree.update(leaves, priorities, validate=False)
+        previous = self.tree.update(leaves, priorities, validate=False)
         if self.ranks is not None:
             self.ranks.update(leaves, priorities, validate=False)
+        return previous
+
+    def _set_priorities(self, leaves: np.ndarray, priorities: np.ndarray) -> None:
+        """New priorities for stored transitions (whose tags stay), keeping the per-tag sums in step."""
+        previous = self._write_leaves(leaves, priorities)
+        if self.tagged:
+            self._add_to_tag_sums(self._tag_slot[leaves], priorities - previous)
+
+    def _add_to_tag_sums(self, slots: np.ndarray, amounts: np.ndarray) -> None:
+        self._tag_priority_sums += np.bincount(slots, weights=amounts, minlength=len(self._tag_priority_sums))
+
+    def _grow_tag_priority_sums(self) -> None:
+        missing = len(self._tag_values) - len(self._tag_priority_sums)
+        if missing:
+            self._tag_priority_sums = np.concatenate([self._tag_priority_sums, np.zeros(missing)])
 
     def sample(self, batch_size: int, env: VecNormalize | None = None) -> Any:
         """
@@ -190,6 +280,7 @@ class PrioritizedBufferMixin:
         :return: the samples (``samples_class``), their IS weights and their flat indices
         """
         self._check_batch_size(batch_size)
+        beta = self.beta  # first, as it can raise
         self._warn_if_priorities_never_updated()
         # NumPy's global generator, as SB3's buffers use, so that `set_random_seed` seeds sampling.
         uniforms = np.random.random_sample(batch_size)  # noqa: NPY002
@@ -197,10 +288,11 @@ class PrioritizedBufferMixin:
         if self.weight_normalization == "batch":
             smallest = probabilities.min()
         # (N P(i))^-beta / max_j (N P(j))^-beta = (P(i) / P_min)^-beta: N cancels out.
-        weights = (probabilities / smallest) ** -self.beta
+        weights = (probabilities / smallest) ** -beta
         self.n_sample_calls += 1
-        self._write_count_at_sample[leaves] = self._write_count[leaves]
-        return self._get_prioritized_samples(leaves, weights, env)
+        stamps = self._write_count[leaves]
+        self._write_count_at_sample[leaves] = stamps
+        return self._get_prioritized_samples(leaves, weights, stamps, env)
 
     def _stratified_leaves(self, uniforms: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
         """
@@ -242,7 +334,9 @@ class PrioritizedBufferMixin:
                 stacklevel=3,
             )
 
-    def _get_prioritized_samples(self, leaves: np.ndarray, weights: np.ndarray, env: VecNormalize | None) -> Any:
+    def _get_prioritized_samples(
+        self, leaves: np.ndarray, weights: np.ndarray, stamps: np.ndarray, env: VecNormalize | None
+    ) -> Any:
         # A leaf is `pos * n_envs + env`, so viewing (buffer_size, n_envs, ...) storage as
         # (buffer_size * n_envs, ...) makes each leaf a row. One `take` per array is about twice as fast
         # as SB3's two-index gather, and its result is a fresh array, so torch can adopt it uncopied.
@@ -267,6 +361,7 @@ class PrioritizedBufferMixin:
             discounts=None if discounts is None else self._to_torch(discounts),
             weights=self._to_torch(weights.astype(np.float32).reshape(-1, 1)),
             indices=leaves,
+            stamps=stamps,
         )
 
     def _to_torch(self, array: np.ndarray) -> th.Tensor:
@@ -320,7 +415,9 @@ class PrioritizedBufferMixin:
             return {key: self._rows(value, leaves) for key, value in storage.items()}
         return storage.reshape(self.buffer_size * self.n_envs, *storage.shape[2:]).take(leaves, axis=0)
 
-    def update_priorities(self, indices: np.ndarray | th.Tensor, td_errors: np.ndarray | th.Tensor) -> None:
+    def update_priorities(
+        self, indices: np.ndarray | th.Tensor, td_errors: np.ndarray | th.Tensor, stamps: np.ndarray | None = None
+    ) -> None:
         """
         Set the priority of sampled transitions from their TD errors: ``(|td_error| + epsilon) ** alpha``.
 
@@ -330,12 +427,21 @@ class PrioritizedBufferMixin:
         :param indices: flat indices, as returned in the samples' ``indices``
         :param td_errors: one TD error per index (numpy array or torch tensor on any device, any
             shape that flattens to the batch, e.g. (batch_size, 1))
+        :param stamps: the samples' ``stamps``: an update is applied only where the leaf's write stamp is
+            still the one it had when sampled (exact). Without them, each leaf's stamp at its latest sample
+            stands in, which misses an older batch whose slot was overwritten and sampled again since
         """
         # Few numpy calls on purpose: at batch 256 each costs about as much as its arithmetic.
         leaves = _as_flat_numpy(indices, "indices")
         errors = _as_flat_numpy(td_errors, "td_errors")
         if leaves.shape[0] != errors.shape[0]:
             raise ValueError(f"td_errors has {errors.shape[0]} values but indices has {leaves.shape[0]}")
+        if stamps is not None:
+            stamps = _as_flat_numpy(stamps, "stamps")
+            if stamps.shape[0] != leaves.shape[0]:
+                raise ValueError(f"stamps has {stamps.shape[0]} values but indices has {leaves.shape[0]}")
+            if stamps.size and stamps.dtype.kind not in "iu":
+                raise ValueError(f"stamps must be integers, got dtype {stamps.dtype}")
         if leaves.size == 0:
             return
         if leaves.dtype.kind not in "iu":
@@ -348,8 +454,11 @@ class PrioritizedBufferMixin:
         if not np.isfinite(priorities.max()):  # NaN propagates through max, inf is the max
             bad = errors[~np.isfinite(priorities)][0]
             raise ValueError(f"td_errors must be finite and give finite priorities, got {bad}")
-        stamps = self._write_count_at_sample[leaves]
-        fresh = (stamps == self._write_count[leaves]) | (stamps < 0)
+        if stamps is None:
+            sampled_stamps = self._write_count_at_sample[leaves]
+            fresh = (sampled_stamps == self._write_count[leaves]) | (sampled_stamps < 0)
+        else:
+            fresh = self._write_count[leaves] == stamps
         if self.optimize_memory_usage and self.full:
             fresh &= leaves // self.n_envs != self.pos  # the slot whose next observation is gone stays at zero
         if not fresh.all():
@@ -381,13 +490,15 @@ class PrioritizedReplayBuffer(PrioritizedBufferMixin, ReplayBuffer):
       buffer (SAC's default ``learning_starts=100`` is below its default ``batch_size=256``).
     - Weights are ``w_i = (N * P(i)) ** -beta`` divided by the largest weight, so they only scale
       updates down. ``beta`` anneals linearly from ``beta_start`` to ``beta_end`` over
-      ``beta_anneal_steps`` calls to ``sample``.
-    - ``update_priorities(indices, td_errors)`` sets priority ``(|td_error| + epsilon) ** alpha``. An
+      ``beta_anneal_steps`` calls to ``sample``, or, with ``beta_anneal_steps="auto"``, with the training
+      progress that sb3_per's algorithms give ``set_beta_progress`` at each training call, so that beta
+      reaches ``beta_end`` at the end of ``learn``.
+    - ``update_priorities(indices, td_errors, stamps)`` sets priority ``(|td_error| + epsilon) ** alpha``. An
       update for a transition that ``add`` has overwritten since it was sampled is skipped: its error
-      belongs to data that is gone (ray #6534). The check keeps one write count per slot, taken at the
-      slot's latest sample: an update from an older batch whose slot has been overwritten *and sampled
-      again* since is not recognised as stale. Updating right after each sample, as ``sb3_per.SAC``
-      does, never meets that case.
+      belongs to data that is gone (ray #6534). Each leaf counts the times ``add`` wrote it, and the samples
+      carry that count (``stamps``); given back, they make the check exact. Without them, the count at the
+      slot's latest sample stands in, and an update from an older batch whose slot has been overwritten
+      *and sampled again* since is not recognised as stale.
 
     An algorithm must call ``update_priorities`` after its gradient steps (``sb3_per.SAC`` does);
     with one that never does, every transition keeps its entry priority and the buffer warns.
@@ -404,7 +515,8 @@ class PrioritizedReplayBuffer(PrioritizedBufferMixin, ReplayBuffer):
     :param alpha: How much prioritization is used (0: uniform, 1: fully proportional to priority or 1 / rank)
     :param beta_start: Importance-sampling exponent at the first ``sample`` call
     :param beta_end: Importance-sampling exponent reached after ``beta_anneal_steps`` calls
-    :param beta_anneal_steps: Number of ``sample`` calls over which beta goes from start to end
+    :param beta_anneal_steps: Number of ``sample`` calls over which beta goes from start to end, or
+        ``"auto"``: beta follows ``set_beta_progress`` (sampling before it is ever called raises ``ValueError``)
     :param epsilon: Added to ``|td_error|`` so that no transition's priority is ever zero
     :param weight_normalization: ``"buffer"`` divides the weights by the largest weight any stored
         transition could get (from the smallest sampling probability, as in the paper); ``"batch"`` by the
@@ -416,6 +528,9 @@ class PrioritizedReplayBuffer(PrioritizedBufferMixin, ReplayBuffer):
     :param gamma: Discount factor of the n-step returns (use the algorithm's ``gamma``)
     :param prioritization: ``"proportional"`` (default) or ``"rank"``: what the sampling probability
         is proportional to, ``priority ** alpha`` or ``(1 / rank) ** alpha``
+    :param tag_key: ``info`` key whose integer value tags each added transition (e.g. ``"regime"``), for
+        ``tags_at``, ``tag_buffer_shares`` and ``tag_priority_shares``; a missing key or a non-integer value
+        (``bool`` included) is tag -1. None (default): no tags
     """
 
     samples_class = PrioritizedReplayBufferSamples
@@ -432,12 +547,13 @@ class PrioritizedReplayBuffer(PrioritizedBufferMixin, ReplayBuffer):
         alpha: float = 0.6,
         beta_start: float = 0.4,
         beta_end: float = 1.0,
-        beta_anneal_steps: int = 200_000,
+        beta_anneal_steps: int | str = 200_000,
         epsilon: float = 1e-6,
         weight_normalization: str = "buffer",
         n_steps: int = 1,
         gamma: float = 0.99,
         prioritization: str = "proportional",
+        tag_key: str | None = None,
     ):
         check_n_step_parameters(n_steps, gamma)
         if n_steps > 1 and optimize_memory_usage:
@@ -466,6 +582,7 @@ class PrioritizedReplayBuffer(PrioritizedBufferMixin, ReplayBuffer):
             n_steps,
             gamma,
             prioritization,
+            tag_key,
         )
 
 
@@ -486,7 +603,7 @@ class PrioritizedDictReplayBuffer(PrioritizedBufferMixin, DictReplayBuffer):
     :param handle_timeout_termination: Handle timeout termination (due to timelimit)
         separately and treat the task as infinite horizon task (SB3 issue #284)
     :param alpha: see ``PrioritizedReplayBuffer``, as are ``beta_start``, ``beta_end``, ``beta_anneal_steps``,
-        ``epsilon``, ``weight_normalization``, ``n_steps``, ``gamma`` and ``prioritization``
+        ``epsilon``, ``weight_normalization``, ``n_steps``, ``gamma``, ``prioritization`` and ``tag_key``
     """
 
     samples_class = PrioritizedDictReplayBufferSamples
@@ -503,12 +620,13 @@ class PrioritizedDictReplayBuffer(PrioritizedBufferMixin, DictReplayBuffer):
         alpha: float = 0.6,
         beta_start: float = 0.4,
         beta_end: float = 1.0,
-        beta_anneal_steps: int = 200_000,
+        beta_anneal_steps: int | str = 200_000,
         epsilon: float = 1e-6,
         weight_normalization: str = "buffer",
         n_steps: int = 1,
         gamma: float = 0.99,
         prioritization: str = "proportional",
+        tag_key: str | None = None,
     ):
         check_n_step_parameters(n_steps, gamma)
         if not isinstance(observation_space, spaces.Dict):
@@ -536,6 +654,7 @@ class PrioritizedDictReplayBuffer(PrioritizedBufferMixin, DictReplayBuffer):
             n_steps,
             gamma,
             prioritization,
+            tag_key,
         )
 
 
@@ -560,7 +679,7 @@ def check_per_parameters(
     alpha: float,
     beta_start: float,
     beta_end: float,
-    beta_anneal_steps: int = 1,
+    beta_anneal_steps: int | str = 1,
     epsilon: float = 1e-6,
     weight_normalization: str = "buffer",
 ) -> None:
@@ -573,8 +692,11 @@ def check_per_parameters(
     for name, beta in (("beta_start", beta_start), ("beta_end", beta_end)):
         if not 0.0 <= beta <= 1.0:
             raise ValueError(f"{name} must be in [0, 1], got {beta!r}")
-    if int(beta_anneal_steps) != beta_anneal_steps or beta_anneal_steps <= 0:
-        raise ValueError(f"beta_anneal_steps must be a positive integer, got {beta_anneal_steps!r}")
+    if isinstance(beta_anneal_steps, (str, bool)):
+        if beta_anneal_steps != "auto":
+            raise ValueError(f"beta_anneal_steps must be a positive integer or 'auto', got {beta_anneal_steps!r}")
+    elif int(beta_anneal_steps) != beta_anneal_steps or beta_anneal_steps <= 0:
+        raise ValueError(f"beta_anneal_steps must be a positive integer or 'auto', got {beta_anneal_steps!r}")
     if not (np.isfinite(epsilon) and epsilon > 0):
         raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}")
     if float(epsilon) ** float(alpha) == 0.0:
