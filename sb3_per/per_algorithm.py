@@ -18,6 +18,7 @@ from stable_baselines3.common.vec_env import VecNormalize
 from torch.nn import functional as F
 
 from sb3_per.buffers import PrioritizedBufferMixin
+from sb3_per.telemetry import record_replay_telemetry
 
 TD_ERROR_REDUCTIONS = ("mean", "max")
 # What the critic loss and the priorities are (see `PrioritizedReplayMixin`).
@@ -212,11 +213,19 @@ class TrainingCallRecord:
     ``_record_per_stats``; never kept on the model.
 
     :param first_beta: the IS exponent of the call's first batch (``None`` without a prioritized buffer)
+    :param tagged: whether the buffer is tagged, so that the telemetry's samples are kept
     :param weights: the IS weights of the call's critic batches (``per_mode="per"`` with a prioritized buffer)
+    :param sampled_indices: (tagged) the flat indices of each batch sampled, each batch once
+    :param critic_indices: (tagged) the flat indices of each critic batch, aligned with ``td_errors``
+    :param td_errors: (tagged) each critic batch's absolute TD errors
     """
 
     first_beta: float | None = None
+    tagged: bool = False
     weights: list[th.Tensor] = field(default_factory=list)
+    sampled_indices: list[np.ndarray] = field(default_factory=list)
+    critic_indices: list[np.ndarray] = field(default_factory=list)
+    td_errors: list[th.Tensor] = field(default_factory=list)
 
 
 class PrioritizedReplayMixin:
@@ -261,6 +270,7 @@ class PrioritizedReplayMixin:
     gamma: float
     logger: Logger
     _vec_normalize_env: VecNormalize | None
+    _current_progress_remaining: float
 
     def _init_replay_options(
         self, per_mode: str, td_error_reduction: str | None, pal_alpha: float, lap_min_priority: float
@@ -343,14 +353,28 @@ class PrioritizedReplayMixin:
         """
         :param gradient_steps: number of gradient steps
         :param batch_size: minibatch size; ``None`` means the SB3 algorithm's default (uniform replay)
-            or ``self.batch_size`` (prioritized replay, LAP, PAL)
+            or ``self.batch_size`` (prioritized replay, LAP, PAL, a tagged buffer)
         """
         buffer = self.replay_buffer
         assert buffer is not None
-        if isinstance(buffer, PrioritizedBufferMixin) or self.per_mode != "per":
-            record = TrainingCallRecord(first_beta=buffer.beta if isinstance(buffer, PrioritizedBufferMixin) else None)
+        prioritized = isinstance(buffer, PrioritizedBufferMixin)
+        tagged = bool(getattr(buffer, "tagged", False))
+        if prioritized or tagged or self.per_mode != "per":
+            if prioritized and buffer.beta_anneal_steps == "auto":
+                # beta follows the run: beta_end once learn(total_timesteps) has collected them all
+                buffer.set_beta_progress(min(1.0, max(0.0, 1.0 - self._current_progress_remaining)))
+            record = TrainingCallRecord(first_beta=buffer.beta if prioritized else None, tagged=tagged)
             self._train_per(buffer, gradient_steps, self.batch_size if batch_size is None else batch_size, record)
             self._record_per_stats(buffer, record)
+            if tagged:
+                record_replay_telemetry(
+                    self.logger,
+                    buffer,
+                    record.sampled_indices,
+                    record.critic_indices,
+                    record.td_errors,
+                    weights=record.weights,
+                )
         else:
             # Uniform replay: SB3's own `train`, so results are bit-identical and PER costs nothing.
             kwargs = {} if batch_size is None else {"batch_size": batch_size}
@@ -373,8 +397,15 @@ class PrioritizedReplayMixin:
         :param record: the training call's record
         :param train_actor: whether an actor step follows (TD3's delayed policy updates)
         """
-        batch = buffer.sample(batch_size, env=self._vec_normalize_env)
+        batch = self._sample(buffer, batch_size, record)
         yield ReplayUpdate(batch, self._critic_loss_of(batch), batch)
+
+    def _sample(self, buffer: ReplayBuffer, batch_size: int, record: TrainingCallRecord, **kwargs: Any) -> Any:
+        """One batch of ``buffer`` (``kwargs``: the buffer's sampling options), its indices kept for telemetry."""
+        batch = buffer.sample(batch_size, env=self._vec_normalize_env, **kwargs)
+        if record.tagged:
+            record.sampled_indices.append(batch.indices)
+        return batch
 
     def _critic_loss_of(self, batch: NamedTuple) -> CriticLoss:
         """The critic loss ``per_mode`` gives ``batch``."""
@@ -399,18 +430,23 @@ class PrioritizedReplayMixin:
         """
         With a prioritized buffer, set the priorities of a critic batch's transitions from the absolute TD errors
         that the critic step computed from the forward pass that gave the loss (floored at ``lap_min_priority``
-        for LAP), and keep the batch's IS weights in ``record``.
+        for LAP; skipped where the transition was overwritten since it was sampled, by its write stamp), and keep
+        the batch's IS weights in ``record``; with a tagged buffer, keep its indices and TD errors there too.
 
         :param buffer: the replay buffer the batch came from
         :param batch: the critic's batch, as the replay buffer's ``sample`` returned it
         :param td_errors: the batch's absolute TD errors, shape (batch_size,)
         :param record: the training call's record
         """
+        if record.tagged:
+            record.critic_indices.append(batch.indices)
+            record.td_errors.append(td_errors)
         if not isinstance(buffer, PrioritizedBufferMixin):
             return
-        if self.per_mode in LAP_PRIORITY_MODES:
-            td_errors = td_errors.clamp(min=self.lap_min_priority)
-        buffer.update_priorities(batch.indices, td_errors)
+        priorities_from = (
+            td_errors.clamp(min=self.lap_min_priority) if self.per_mode in LAP_PRIORITY_MODES else td_errors
+        )
+        buffer.update_priorities(batch.indices, priorities_from, batch.stamps)
         if self.per_mode == "per":
             record.weights.append(batch.weights)
 

@@ -122,9 +122,9 @@ def test_lap_priorities_are_the_clamped_td_errors_to_the_alpha():
     recorded = []
     real = buffer.update_priorities
 
-    def spy(indices, td_errors):
+    def spy(indices, td_errors, stamps):
         recorded.append((np.asarray(indices).copy(), td_errors.detach().cpu().numpy().copy()))
-        real(indices, td_errors)
+        real(indices, td_errors, stamps)
 
     buffer.update_priorities = spy
     model.train(gradient_steps=1, batch_size=32)
