@@ -105,6 +105,7 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
         gamma: float,
         prioritization: str,
         tag_key: str | None,
+        inverse_sampling: bool,
     ) -> None:
         """Check and keep the prioritization parameters (after SB3's constructor made the storage)."""
         check_per_parameters(alpha, beta_start, beta_end, beta_anneal_steps, epsilon, weight_normalization)
@@ -115,6 +116,14 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
                 "prioritization='rank' does not support optimize_memory_usage=True: every stored transition has a "
                 "rank, so the one whose next observation was overwritten could be sampled"
             )
+        if not isinstance(inverse_sampling, (bool, np.bool_)):
+            raise ValueError(f"inverse_sampling must be a bool, got {inverse_sampling!r}")
+        if inverse_sampling and prioritization == "rank":
+            raise ValueError(
+                "inverse_sampling=True needs prioritization='proportional': inverse sampling is in proportion to "
+                "1 / priority, which rank-based prioritization does not sample by"
+            )
+        self.inverse_sampling = bool(inverse_sampling)
         self.alpha = float(alpha)
         self.beta_start = float(beta_start)
         self.beta_end = float(beta_end)
@@ -136,6 +145,9 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
         self.tree = SumTree(n_leaves)
         # Rank-based prioritization orders the leaves by priority in a heap and samples by rank.
         self.ranks = RankHeap(n_leaves, self.alpha) if self.prioritization == "rank" else None
+        # Inverse sampling (LA3P's actor batches) descends a second sum tree, over 1 / priority, written with
+        # the same leaves as the first on every write, so that it is never stale.
+        self.inverse_tree = SumTree(n_leaves) if self.inverse_sampling else None
         # Largest priority given so far (already raised to alpha): what new transitions enter with.
         self.max_priority = 1.0
         # Per-leaf write counter, and its value when the leaf was last sampled (-1: not since created),
@@ -255,6 +267,8 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
         previous = self.tree.update(leaves, priorities, validate=False)
         if self.ranks is not None:
             self.ranks.update(leaves, priorities, validate=False)
+        if self.inverse_tree is not None:
+            self.inverse_tree.update(leaves, _reciprocals(priorities), validate=False)
         return previous
 
     def _set_priorities(self, leaves: np.ndarray, priorities: np.ndarray) -> None:
@@ -271,25 +285,36 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
         if missing:
             self._tag_priority_sums = np.concatenate([self._tag_priority_sums, np.zeros(missing)])
 
-    def sample(self, batch_size: int, env: VecNormalize | None = None) -> Any:
+    def sample(self, batch_size: int, env: VecNormalize | None = None, inverse: bool = False) -> Any:
         """
         Sample a batch in proportion to priority (or rank), with importance-sampling weights.
 
         :param batch_size: Number of transitions to sample
         :param env: associated VecEnv to normalize the observations/rewards when sampling
-        :return: the samples (``samples_class``), their IS weights and their flat indices
+        :param inverse: sample in proportion to ``1 / priority`` (effective priority, raised to alpha) instead,
+            as LA3P's actor batches; needs ``inverse_sampling=True``. The weights are then ones (LA3P uses
+            none), and the call does not count towards beta's annealing
+        :return: the samples (``samples_class``), their IS weights, flat indices and write stamps
         """
         self._check_batch_size(batch_size)
-        beta = self.beta  # first, as it can raise
+        if not isinstance(inverse, (bool, np.bool_)):
+            raise ValueError(f"inverse must be a bool, got {inverse!r}")
+        if inverse and self.inverse_tree is None:
+            raise ValueError(f"sample(inverse=True) needs a {type(self).__name__} made with inverse_sampling=True")
+        beta = None if inverse else self.beta  # first, as it can raise
         self._warn_if_priorities_never_updated()
         # NumPy's global generator, as SB3's buffers use, so that `set_random_seed` seeds sampling.
         uniforms = np.random.random_sample(batch_size)  # noqa: NPY002
-        leaves, probabilities, smallest = self._stratified_leaves(uniforms)
-        if self.weight_normalization == "batch":
-            smallest = probabilities.min()
-        # (N P(i))^-beta / max_j (N P(j))^-beta = (P(i) / P_min)^-beta: N cancels out.
-        weights = (probabilities / smallest) ** -beta
-        self.n_sample_calls += 1
+        if beta is None:
+            leaves = _stratified_tree_leaves(self.inverse_tree, uniforms)
+            weights = np.ones(batch_size)
+        else:
+            leaves, probabilities, smallest = self._stratified_leaves(uniforms)
+            if self.weight_normalization == "batch":
+                smallest = probabilities.min()
+            # (N P(i))^-beta / max_j (N P(j))^-beta = (P(i) / P_min)^-beta: N cancels out.
+            weights = (probabilities / smallest) ** -beta
+            self.n_sample_calls += 1
         stamps = self._write_count[leaves]
         self._write_count_at_sample[leaves] = stamps
         return self._get_prioritized_samples(leaves, weights, stamps, env)
@@ -302,9 +327,7 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
         if self.ranks is not None:
             leaves = self.ranks.sample(uniforms)
             return leaves, self.ranks.probabilities(leaves), self.ranks.min_probability
-        batch_size = len(uniforms)
-        prefix_sums = (np.arange(batch_size) + uniforms) * (self.tree.total / batch_size)
-        leaves = self.tree.find(prefix_sums)
+        leaves = _stratified_tree_leaves(self.tree, uniforms)
         return leaves, self.tree[leaves], self.tree.min
 
     def _check_batch_size(self, batch_size: int) -> None:
@@ -531,6 +554,8 @@ class PrioritizedReplayBuffer(PrioritizedBufferMixin, ReplayBuffer):
     :param tag_key: ``info`` key whose integer value tags each added transition (e.g. ``"regime"``), for
         ``tags_at``, ``tag_buffer_shares`` and ``tag_priority_shares``; a missing key or a non-integer value
         (``bool`` included) is tag -1. None (default): no tags
+    :param inverse_sampling: keep a second sum tree over ``1 / priority`` (proportional only), in step with the
+        first on every write, for ``sample(batch_size, inverse=True)`` (LA3P's actor batches)
     """
 
     samples_class = PrioritizedReplayBufferSamples
@@ -554,6 +579,7 @@ class PrioritizedReplayBuffer(PrioritizedBufferMixin, ReplayBuffer):
         gamma: float = 0.99,
         prioritization: str = "proportional",
         tag_key: str | None = None,
+        inverse_sampling: bool = False,
     ):
         check_n_step_parameters(n_steps, gamma)
         if n_steps > 1 and optimize_memory_usage:
@@ -583,6 +609,7 @@ class PrioritizedReplayBuffer(PrioritizedBufferMixin, ReplayBuffer):
             gamma,
             prioritization,
             tag_key,
+            inverse_sampling,
         )
 
 
@@ -603,7 +630,8 @@ class PrioritizedDictReplayBuffer(PrioritizedBufferMixin, DictReplayBuffer):
     :param handle_timeout_termination: Handle timeout termination (due to timelimit)
         separately and treat the task as infinite horizon task (SB3 issue #284)
     :param alpha: see ``PrioritizedReplayBuffer``, as are ``beta_start``, ``beta_end``, ``beta_anneal_steps``,
-        ``epsilon``, ``weight_normalization``, ``n_steps``, ``gamma``, ``prioritization`` and ``tag_key``
+        ``epsilon``, ``weight_normalization``, ``n_steps``, ``gamma``, ``prioritization``, ``tag_key`` and
+        ``inverse_sampling``
     """
 
     samples_class = PrioritizedDictReplayBufferSamples
@@ -627,6 +655,7 @@ class PrioritizedDictReplayBuffer(PrioritizedBufferMixin, DictReplayBuffer):
         gamma: float = 0.99,
         prioritization: str = "proportional",
         tag_key: str | None = None,
+        inverse_sampling: bool = False,
     ):
         check_n_step_parameters(n_steps, gamma)
         if not isinstance(observation_space, spaces.Dict):
@@ -655,7 +684,19 @@ class PrioritizedDictReplayBuffer(PrioritizedBufferMixin, DictReplayBuffer):
             gamma,
             prioritization,
             tag_key,
+            inverse_sampling,
         )
+
+
+def _stratified_tree_leaves(tree: SumTree, uniforms: np.ndarray) -> np.ndarray:
+    """One leaf of ``tree`` from each of ``len(uniforms)`` equal segments of its total, placed by ``uniforms``."""
+    batch_size = len(uniforms)
+    return tree.find((np.arange(batch_size) + uniforms) * (tree.total / batch_size))
+
+
+def _reciprocals(priorities: np.ndarray) -> np.ndarray:
+    """``1 / priorities``, and 0 where a priority is 0 (a leaf that must never be sampled either way)."""
+    return np.divide(1.0, priorities, out=np.zeros_like(priorities), where=priorities > 0.0)
 
 
 def _as_flat_numpy(values: np.ndarray | th.Tensor, name: str) -> np.ndarray:
