@@ -7,6 +7,7 @@ import dataclasses
 import importlib.util
 import json
 import shlex
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,7 +16,15 @@ from typing import Any
 import gymnasium as gym
 
 from comparison.experiment import VARIANTS, RunConfig, configure_torch_threads, train_run
-from comparison.runner import BACKENDS, PRESETS, plan_runs, run_comparison
+from comparison.runner import (
+    BACKENDS,
+    PRESETS,
+    RunsInterrupted,
+    is_finished,
+    plan_runs,
+    run_comparison,
+    stop_on_signals,
+)
 
 # RunConfig fields settable from both command lines: (flag, field, type, help).
 _RUN_OPTIONS: tuple[tuple[str, str, Any, str], ...] = (
@@ -50,6 +59,14 @@ def json_object(text: str) -> dict[str, Any]:
     return value
 
 
+def _net_arch_default(defaults_from_preset: bool) -> str:
+    """The ``--net-arch`` default as help text: ``64 64``, or each preset's."""
+    if not defaults_from_preset:
+        return " ".join(map(str, _DEFAULTS.net_arch))
+    sizes = {name: preset.overrides.get("net_arch", _DEFAULTS.net_arch) for name, preset in PRESETS.items()}
+    return ", ".join(f"{' '.join(map(str, arch))} for {name}" for name, arch in sizes.items())
+
+
 def _add_run_options(parser: argparse.ArgumentParser, defaults_from_preset: bool) -> None:
     group = parser.add_argument_group("run settings")
     for flag, name, kind, text in _RUN_OPTIONS:
@@ -59,7 +76,12 @@ def _add_run_options(parser: argparse.ArgumentParser, defaults_from_preset: bool
         "--env-kwargs", dest="env_kwargs", type=json_object, default=None, help="env keyword arguments as JSON"
     )
     group.add_argument(
-        "--net-arch", dest="net_arch", type=int, nargs="+", default=None, help="hidden layer sizes (default: 64 64)"
+        "--net-arch",
+        dest="net_arch",
+        type=int,
+        nargs="+",
+        default=None,
+        help=f"hidden layer sizes (default: {_net_arch_default(defaults_from_preset)})",
     )
 
 
@@ -104,7 +126,7 @@ def train_main(argv: Sequence[str] | None = None) -> Path:
     configure_torch_threads(1)
     directory = args.out / config.run_name
     formats = ("stdout", "csv", "tensorboard")
-    rows = train_run(config, directory, progress_bar=not args.no_progress_bar, log_formats=formats)
+    rows = train_run(config, directory, progress_bar=not args.no_progress_bar, log_formats=formats, save_model=True)
     final = rows.iloc[-1]
     print(f"{config.run_name}: final mean return {final['mean_return']:+.4f}, Sharpe {final['sharpe']:+.2f}")
     print(f"written to {directory}")
@@ -117,7 +139,8 @@ def compare_parser() -> argparse.ArgumentParser:
         prog="compare.py",
         description="Compare SAC replay variants (uniform, PER, rank-based PER, LAP, PAL) over seeds on the "
         "pairs-trading env, next to the z-score and flat baselines; writes evaluations.csv, baselines.csv, "
-        "summary.md and PNG plots. Resumable: "
+        "summary.md and PNG plots, and per run runs/<variant>_s<seed>/ with config.json, progress.csv and "
+        "evaluations.csv (no model, no TensorBoard events: see train.py). Resumable: "
         "finished runs in --out are not rerun. Presets (seeds per variant, then the settings each sets over "
         f"the defaults {dataclasses.asdict(_DEFAULTS)}): "
         + "; ".join(f"{name}: {p.n_seeds} seeds, {p.overrides}" for name, p in PRESETS.items()),
@@ -159,7 +182,12 @@ def compare_parser() -> argparse.ArgumentParser:
         "at once as the cluster has free CPUs",
     )
     parser.add_argument(
-        "--out", type=Path, default=None, help="output directory (default: results/<preset>, e.g. results/default)"
+        "--out",
+        type=Path,
+        default=None,
+        help="output directory (default: "
+        + ", ".join(f"{p.out_dir} for {name}" for name, p in PRESETS.items())
+        + "; the full preset's is committed, so that any clone resumes it)",
     )
     parser.add_argument("--no-progress-bar", action="store_true", help="hide the progress bar over runs")
     _add_run_options(parser, defaults_from_preset=True)
@@ -186,21 +214,33 @@ def compare_main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             parser.error("--workers applies to --backend local; Ray runs as many runs as the cluster has free CPUs")
         if importlib.util.find_spec("ray") is None:
             parser.error('--backend ray needs Ray: pip install "sb3-per[ray]"')
-    out = args.out if args.out is not None else Path("results") / args.preset
-    configs = [_config(parser, **dataclasses.asdict(c)) for c in plan_runs(base, args.variants, seeds)]
+    out = args.out if args.out is not None else preset.out_dir
+    try:  # the base config passed its checks: what can still be wrong is a seed (negative, an evaluation episode's)
+        configs = plan_runs(base, args.variants, seeds)
+    except ValueError as error:
+        parser.error(f"--seeds: {error}")
     command = shlex.join(["python", "scripts/compare.py", *(sys.argv[1:] if argv is None else argv)])
     try:
-        result = run_comparison(
-            configs,
-            out,
-            workers=args.workers,
-            command=command,
-            progress=not args.no_progress_bar,
-            backend=args.backend,
-            ray_address=args.ray_address,
-        )
+        with stop_on_signals():
+            result = run_comparison(
+                configs,
+                out,
+                workers=args.workers,
+                command=command,
+                progress=not args.no_progress_bar,
+                backend=args.backend,
+                ray_address=args.ray_address,
+            )
     except (ValueError, ConnectionError) as error:  # e.g. --out holds other settings' runs, no Ray at the address
         parser.error(str(error))
+    except RunsInterrupted as stop:
+        # On its way out: a second Ctrl-C must not turn the exit (and torch's clean-up at exit) into a traceback.
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, signal.SIG_IGN)
+        finished = sum(is_finished(out, config) for config in configs)
+        print(f"{finished} of {len(configs)} runs finished and kept; rerun the same command to resume", file=sys.stderr)
+        # The shell's convention for a command ended by a signal: 128 + its number (130 for Ctrl-C, 143 for kill).
+        raise SystemExit(128 + stop.signum) from None
     print((out / "summary.md").read_text())
     shared = {k: v for k, v in dataclasses.asdict(base).items() if k not in ("variant", "seed")}
     print(f"settings of every run: {shared}")

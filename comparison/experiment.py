@@ -4,8 +4,8 @@ One training run of the comparison: its configuration, the policy evaluation, an
 A run trains ``sb3_per.SAC`` with one replay variant on one seed, evaluates the policy every
 ``eval_freq`` env steps on a fixed list of held-out episode seeds (the same for every run and
 baseline, so differences between variants are not differences between episodes), and writes into
-its own directory: ``config.json``, SB3's ``progress.csv`` and TensorBoard logs, ``model.zip``, and
-last, ``evaluations.csv``, whose presence marks the run as finished.
+its own directory: ``config.json``, SB3's logs (``progress.csv``, and TensorBoard events if asked),
+``model.zip`` if asked, and last, ``evaluations.csv``, whose presence marks the run as finished.
 """
 
 from __future__ import annotations
@@ -29,13 +29,12 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import configure
 
 import envs  # noqa: F401  (registers PairsTrading-v0)
-from comparison.report import EVALUATIONS_FILE, METRIC_COLUMNS
+from comparison.schema import CONFIG_FILE, EVALUATIONS_FILE, METRIC_COLUMNS, MODEL_FILE
 from envs import SUMMARY_KEYS, FlatPolicy, ZScorePolicy
 from sb3_per import SAC, PrioritizedBufferMixin, PrioritizedReplayBuffer
 from sb3_per.buffers import check_per_parameters
 
 DEFAULT_ENV_ID = "envs:PairsTrading-v0"
-CONFIG_FILE = "config.json"
 
 
 @dataclass(frozen=True)
@@ -319,7 +318,12 @@ class PeriodicEvaluation(BaseCallback):
 
 
 def train_run(
-    config: RunConfig, run_dir: Path, progress_bar: bool = False, log_formats: Sequence[str] = ("csv", "tensorboard")
+    config: RunConfig,
+    run_dir: Path,
+    *,
+    progress_bar: bool = False,
+    log_formats: Sequence[str] = ("csv",),
+    save_model: bool = False,
 ) -> pd.DataFrame:
     """
     Train and evaluate one run; write its files into ``run_dir`` and return its evaluation rows.
@@ -327,7 +331,8 @@ def train_run(
     :param config: the run
     :param run_dir: its output directory (created)
     :param progress_bar: show SB3's progress bar
-    :param log_formats: SB3 logger outputs (``"stdout"``, ``"csv"``, ``"tensorboard"``)
+    :param log_formats: SB3 logger outputs (``"stdout"``, ``"csv"`` for ``progress.csv``, ``"tensorboard"``)
+    :param save_model: also write the trained model as ``model.zip``
     :return: one row per evaluation, columns ``run, variant, seed, step`` and ``METRIC_COLUMNS``
     """
     run_dir = Path(run_dir)
@@ -342,7 +347,8 @@ def train_run(
         make_eval_envs(config.env_id, config.env_kwargs, config.eval_episodes), config.eval_seeds, config.eval_freq
     )
     model.learn(config.total_steps, callback=evaluation, progress_bar=progress_bar)
-    model.save(run_dir / "model.zip")
+    if save_model:
+        model.save(run_dir / MODEL_FILE)
     rows = pd.DataFrame(evaluation.rows)
     rows.insert(0, "run", config.run_name)
     rows.insert(1, "variant", config.variant)

@@ -5,12 +5,9 @@ baselines and the report.
 Two backends run the runs, with the same numbers: ``local`` (worker processes on this machine) and
 ``ray`` (one Ray task per run, on a local Ray or an existing cluster; Ray is imported only then).
 
-Output directory layout::
-
-    out/runs/{variant}_s{seed}/   one run's files (see comparison.experiment)
-    out/evaluations.csv           every run's evaluation rows, in plan order
-    out/baselines.csv             z-score rule and flat policy on the same evaluation episodes
-    out/summary.md, out/*.png     the report (comparison.report)
+Output directory layout: see ``comparison.schema``. A run keeps only its small files (no model, no
+TensorBoard events), so a comparison's directory can be committed (the full preset writes into
+``docs/results/full``) and resumed from on any machine.
 """
 
 from __future__ import annotations
@@ -18,31 +15,30 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import tempfile
+import time
 import traceback
-from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from multiprocessing import get_context
+from multiprocessing.connection import Connection, wait
+from multiprocessing.process import BaseProcess
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import pandas as pd
 from tqdm.auto import tqdm
 
-from comparison.experiment import (
-    CONFIG_FILE,
-    EVALUATIONS_FILE,
-    RunConfig,
-    baseline_rows,
-    configure_torch_threads,
-    train_run,
-    write_csv_atomically,
-)
-from comparison.report import BASELINES_FILE, write_report
+from comparison.experiment import RunConfig, baseline_rows, configure_torch_threads, train_run, write_csv_atomically
+from comparison.report import write_report
+from comparison.schema import BASELINES_FILE, CONFIG_FILE, EVALUATIONS_FILE, RUNS_DIR
 
-RUNS_DIR = "runs"
 BACKENDS = ("local", "ray")
+# Seconds a terminated run process has to exit before it is killed.
+_GRACE_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -52,10 +48,12 @@ class Preset:
 
     :param n_seeds: seeds per variant (seeds ``0 .. n_seeds - 1``)
     :param overrides: ``RunConfig`` fields this preset sets
+    :param out_dir: where its runs and report go by default
     """
 
     n_seeds: int
     overrides: dict[str, Any]
+    out_dir: Path
 
 
 PRESETS: dict[str, Preset] = {
@@ -63,11 +61,13 @@ PRESETS: dict[str, Preset] = {
     "quick": Preset(
         2,
         dict(total_steps=1_500, learning_starts=500, eval_freq=500, eval_episodes=5, net_arch=(32, 32), batch_size=64),
+        Path("results/quick"),
     ),
     # The README's main command: about 10 minutes on 2 cores.
-    "default": Preset(2, dict(total_steps=30_000, eval_freq=3_000, eval_episodes=30)),
-    # The real answer: evaluation noise is ~0.02 per policy over 50 episodes, so 20 seeds a variant.
-    "full": Preset(20, dict(total_steps=100_000, eval_freq=5_000, eval_episodes=50)),
+    "default": Preset(2, dict(total_steps=30_000, eval_freq=3_000, eval_episodes=30), Path("results/default")),
+    # The real answer: evaluation noise is ~0.02 per policy over 50 episodes, so 20 seeds a variant. Its runs take
+    # days of core time, so they are committed as they finish, and any machine resumes from them.
+    "full": Preset(20, dict(total_steps=100_000, eval_freq=5_000, eval_episodes=50), Path("docs/results/full")),
 }
 
 
@@ -124,27 +124,117 @@ def _stored_config(path: Path) -> RunConfig | None:
         return None
 
 
-def _train_in_worker(config: RunConfig, directory: Path) -> None:
+def _train_in_child(config: RunConfig, directory: Path, errors: Connection) -> None:
+    """
+    A run in its own process; sends its error text (None when it finished) to the parent, then ends. It starts with
+    SIGINT blocked (see ``_start_child``) and keeps it so: Ctrl-C in a terminal reaches every process of the group,
+    and the parent alone decides, ending its children with SIGTERM.
+    """
+    # Ignored too, not only blocked: a library may unblock it in a thread it starts (then the run's exit, still
+    # in its clean-up, would print a KeyboardInterrupt).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     configure_torch_threads(1)
-    train_run(config, directory)
+    try:
+        train_run(config, directory)
+        errors.send(None)
+    except Exception:
+        errors.send(traceback.format_exc())
+
+
+class RunsInterrupted(BaseException):
+    """
+    A comparison stopped by a signal (like ``KeyboardInterrupt``, not an ``Exception``, so that no handler of a
+    run's failure catches it).
+
+    :param signum: the signal, e.g. ``signal.SIGINT`` or ``signal.SIGTERM``
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@contextmanager
+def stop_on_signals() -> Iterator[None]:
+    """
+    Within the block, the first SIGINT (Ctrl-C) or SIGTERM raises ``RunsInterrupted`` in the main thread (which
+    ends the running runs: see ``_run_in_processes``), and later ones are ignored while that unwinds, so a second
+    Ctrl-C cannot cut the clean-up short. The previous handlers are restored after the block.
+    """
+    stopping = (signal.SIGINT, signal.SIGTERM)
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        for other in stopping:
+            signal.signal(other, signal.SIG_IGN)
+        raise RunsInterrupted(signum)
+
+    previous = {signum: signal.signal(signum, interrupt) for signum in stopping}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _end_processes(processes: Iterable[BaseProcess]) -> None:
+    """Terminate the processes and wait for them (killing any that outlive the grace period)."""
+    processes = list(processes)
+    for process in processes:
+        process.terminate()
+    deadline = time.monotonic() + _GRACE_SECONDS
+    for process in processes:
+        process.join(max(0.0, deadline - time.monotonic()))
+        if process.is_alive():
+            process.kill()
+            process.join()
+
+
+def _start_child(process: BaseProcess) -> None:
+    """
+    Start ``process`` with SIGINT blocked, a mask it inherits from the very start (a Ctrl-C while it imports would
+    otherwise print its traceback); a SIGINT arriving here meanwhile is delivered to this process right after.
+    """
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        process.start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def _run_in_processes(pending: Sequence[RunConfig], out_dir: Path, workers: int, record: _Record) -> None:
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"))
+    """
+    Each run in a fresh process, ``workers`` at a time. On any exception here (Ctrl-C, SIGTERM turned into one
+    by the command line) the running children are terminated at once, so no run goes on or starts after it;
+    a child ended mid-run leaves no ``evaluations.csv``, so it is redone next time.
+    """
+    context = get_context("spawn")
+    queue = list(pending)
+    running: dict[BaseProcess, tuple[RunConfig, Connection]] = {}
     try:
-        futures = {pool.submit(_train_in_worker, config, run_dir(out_dir, config)): config for config in pending}
-        for future in as_completed(futures):
-            try:
-                future.result()
-                error = None
-            except Exception:
-                error = traceback.format_exc()
-            record(futures[future], error)
-    except BaseException:
-        # Ctrl-C: drop the queued runs instead of waiting hours for them (finished runs are kept).
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
-    pool.shutdown()
+        while queue or running:
+            while queue and len(running) < workers:
+                config = queue.pop(0)
+                receiver, sender = context.Pipe(duplex=False)
+                process = context.Process(target=_train_in_child, args=(config, run_dir(out_dir, config), sender))
+                _start_child(process)
+                sender.close()  # the child holds the sending end: EOF here once it is gone
+                running[process] = (config, receiver)
+            # Ready when a child has sent its outcome, or has died without (end of file): never blocks a child
+            # on a full pipe, as waiting for its exit first would with a long traceback.
+            for ready in wait([receiver for _, receiver in running.values()]):
+                process = next(p for p, (_, receiver) in running.items() if receiver is ready)
+                config, receiver = running.pop(process)
+                try:
+                    error = receiver.recv()
+                except EOFError:
+                    error = None
+                process.join()
+                receiver.close()
+                if error is None and process.exitcode != 0:
+                    error = f"the run's process ended with exit code {process.exitcode} before it finished"
+                record(config, error)
+    finally:
+        _end_processes(running)
 
 
 def _train_and_pack(config: RunConfig) -> dict[str, bytes]:

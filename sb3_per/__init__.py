@@ -10,6 +10,7 @@ from sb3_per.buffers import (
 from sb3_per.ddpg import DDPG
 from sb3_per.dqn import DQN
 from sb3_per.per_algorithm import PrioritizedReplayMixin
+from sb3_per.replay_tags import TaggedReplayBuffer, TaggedReplayBufferSamples
 from sb3_per.sac import SAC
 from sb3_per.sum_tree import SumTree
 from sb3_per.td3 import TD3
@@ -26,5 +27,7 @@ __all__ = [
     "PrioritizedReplayBufferSamples",
     "PrioritizedReplayMixin",
     "SumTree",
+    "TaggedReplayBuffer",
+    "TaggedReplayBufferSamples",
 ]
 __version__ = "0.1.0"

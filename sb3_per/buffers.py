@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from numbers import Integral, Real
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -13,10 +14,19 @@ from stable_baselines3.common.type_aliases import TensorDict
 from stable_baselines3.common.vec_env import VecNormalize
 
 from sb3_per.rank_heap import RankHeap
+from sb3_per.replay_tags import ReplayTagsMixin, checked_stored_leaves
 from sb3_per.sum_tree import SumTree
 
 WEIGHT_NORMALIZATIONS = ("buffer", "batch")
 PRIORITIZATIONS = ("proportional", "rank")
+INTEGER_KINDS, REAL_KINDS = "iu", "iuf"  # numpy dtype kinds accepted for indices and stamps, and for TD errors
+KIND_NAMES = {INTEGER_KINDS: "integers", REAL_KINDS: "real numbers (integer or float, not bool or complex)"}
+# Faded priorities are stored as p_i * 2 ** (t_i / h - offset). The tree is rescaled (offset raised) once the
+# newest entries are this many doublings above the offset, which bounds stored values at p * 2 ** 64 ...
+FADE_RESCALE_DOUBLINGS = 64
+# ... and a transition cannot fade more than buffer_size / h doublings before it is overwritten: at most this
+# many, so that stored values (and their reciprocals in the inverse tree) stay far inside float64's range.
+MAX_FADE_DOUBLINGS = 512
 
 
 class PrioritizedReplayBufferSamples(NamedTuple):
@@ -27,6 +37,8 @@ class PrioritizedReplayBufferSamples(NamedTuple):
     :param weights: importance-sampling weights, float32 tensor of shape (batch_size, 1)
     :param indices: flat leaf indices (``pos * n_envs + env``) of the sampled transitions,
         to hand back to ``PrioritizedReplayBuffer.update_priorities``
+    :param stamps: int64 write stamp of each sampled leaf when it was sampled (how many times ``add``
+        had written it), to hand back with ``indices`` so that updates for overwritten data are skipped
     """
 
     observations: th.Tensor
@@ -37,11 +49,12 @@ class PrioritizedReplayBufferSamples(NamedTuple):
     discounts: th.Tensor | None
     weights: th.Tensor
     indices: np.ndarray
+    stamps: np.ndarray
 
 
 class PrioritizedDictReplayBufferSamples(NamedTuple):
     """
-    ``DictReplayBufferSamples`` (same fields, same order) plus ``weights`` and ``indices``, as in
+    ``DictReplayBufferSamples`` (same fields, same order) plus ``weights``, ``indices`` and ``stamps``, as in
     ``PrioritizedReplayBufferSamples``.
     """
 
@@ -53,9 +66,10 @@ class PrioritizedDictReplayBufferSamples(NamedTuple):
     discounts: th.Tensor | None
     weights: th.Tensor
     indices: np.ndarray
+    stamps: np.ndarray
 
 
-class PrioritizedBufferMixin:
+class PrioritizedBufferMixin(ReplayTagsMixin):
     """
     Prioritized sampling, importance-sampling weights and priority updates, for an SB3 replay buffer
     whose storage is ``(buffer_size, n_envs, ...)`` arrays (``ReplayBuffer``) or dicts of them
@@ -64,15 +78,15 @@ class PrioritizedBufferMixin:
 
     Each stored transition is a leaf ``pos * n_envs + env``, so every env's data is sampled when
     ``n_envs > 1``. See ``PrioritizedReplayBuffer`` for the behaviour and the parameters.
+
+    With a ``tag_key``, the priority mass of each tag is kept in a small array adjusted by the same writes
+    that update the tree (O(batch) per write), and summed afresh from the leaves when the buffer is unpickled.
     """
 
     # `sample` calls without any `update_priorities` before the buffer warns that priorities are stale
     SAMPLES_BEFORE_NO_UPDATE_WARNING = 100
     # What the subclass's `sample` returns
     samples_class: Any
-    # Defaults for buffers pickled before rank-based prioritization existed (save_replay_buffer files)
-    prioritization: str = "proportional"
-    ranks: RankHeap | None = None
 
     # Set by SB3's buffer constructor
     buffer_size: int
@@ -92,12 +106,15 @@ class PrioritizedBufferMixin:
         alpha: float,
         beta_start: float,
         beta_end: float,
-        beta_anneal_steps: int,
+        beta_anneal_steps: int | str,
         epsilon: float,
         weight_normalization: str,
         n_steps: int,
         gamma: float,
         prioritization: str,
+        tag_key: str | None,
+        inverse_sampling: bool,
+        priority_half_life: float | None,
     ) -> None:
         """Check and keep the prioritization parameters (after SB3's constructor made the storage)."""
         check_per_parameters(alpha, beta_start, beta_end, beta_anneal_steps, epsilon, weight_normalization)
@@ -108,15 +125,39 @@ class PrioritizedBufferMixin:
                 "prioritization='rank' does not support optimize_memory_usage=True: every stored transition has a "
                 "rank, so the one whose next observation was overwritten could be sampled"
             )
+        if not isinstance(inverse_sampling, (bool, np.bool_)):
+            raise ValueError(f"inverse_sampling must be a bool, got {inverse_sampling!r}")
+        if inverse_sampling and prioritization == "rank":
+            raise ValueError(
+                "inverse_sampling=True needs prioritization='proportional': inverse sampling is in proportion to "
+                "1 / priority, which rank-based prioritization does not sample by"
+            )
+        self.inverse_sampling = bool(inverse_sampling)
+        check_priority_half_life(priority_half_life, self.buffer_size)
+        fade = 0.0 if priority_half_life is None else self.buffer_size / priority_half_life
+        if inverse_sampling and not np.isfinite(self.buffer_size * self.n_envs * 2.0**fade / epsilon**alpha):
+            raise ValueError(
+                f"epsilon ** alpha = {epsilon**alpha!r} is so small that the inverse tree's total, over 1 / priority, "
+                "could overflow float64: raise epsilon"
+            )
+        if priority_half_life is not None and prioritization == "rank":
+            raise ValueError(
+                f"priority_half_life={priority_half_life!r} needs prioritization='proportional': fading every "
+                "priority changes no rank, and rank-based sampling does not fade"
+            )
+        self.priority_half_life = None if priority_half_life is None else float(priority_half_life)
         self.alpha = float(alpha)
         self.beta_start = float(beta_start)
         self.beta_end = float(beta_end)
-        self.beta_anneal_steps = int(beta_anneal_steps)
+        self.beta_anneal_steps: int | str = "auto" if beta_anneal_steps == "auto" else int(beta_anneal_steps)
+        # Training progress in [0, 1] for beta_anneal_steps="auto", set by the algorithm (None: not yet)
+        self.beta_progress: float | None = None
         self.epsilon = float(epsilon)
         self.weight_normalization = weight_normalization
         self.n_steps = int(n_steps)
         self.gamma = float(gamma)
         self.prioritization = prioritization
+        self._init_tags(tag_key)
         self._init_priorities()
 
     def _init_priorities(self) -> None:
@@ -126,8 +167,19 @@ class PrioritizedBufferMixin:
         self.tree = SumTree(n_leaves)
         # Rank-based prioritization orders the leaves by priority in a heap and samples by rank.
         self.ranks = RankHeap(n_leaves, self.alpha) if self.prioritization == "rank" else None
+        # Inverse sampling (LA3P's actor batches) descends a second sum tree, over 1 / priority, written with
+        # the same leaves as the first on every write, so that it is never stale.
+        self.inverse_tree = SumTree(n_leaves) if self.inverse_sampling else None
         # Largest priority given so far (already raised to alpha): what new transitions enter with.
         self.max_priority = 1.0
+        # How far above a written priority the tree's total can get: every leaf at it, each scaled up by the
+        # largest fade exponent a write can see (the rescale bound, plus one add's step).
+        fade = 0.0 if self.priority_half_life is None else FADE_RESCALE_DOUBLINGS + 1.0 / self.priority_half_life
+        self._priority_headroom = n_leaves * 2.0**fade
+        self._largest_priority = np.finfo(np.float64).max / self._priority_headroom
+        # Fading clock: `add` calls so far, and the doublings taken out of the stored priorities by rescales.
+        self.n_add_calls = 0
+        self._fade_offset = 0
         # Per-leaf write counter, and its value when the leaf was last sampled (-1: not since created),
         # to skip updates for transitions overwritten after they were sampled.
         self._write_count = np.zeros(n_leaves, dtype=np.int64)
@@ -135,12 +187,39 @@ class PrioritizedBufferMixin:
         self.n_sample_calls = 0
         self.n_priority_updates = 0
         self._warned_no_updates = False
+        # Priority mass (as stored in the tree) of each tag slot, see ReplayTagsMixin
+        self._tag_priority_sums = np.zeros(len(self._tag_values))
 
     @property
     def beta(self) -> float:
         """Importance-sampling exponent the next ``sample`` call will use."""
-        progress = min(1.0, self.n_sample_calls / self.beta_anneal_steps)
+        if self.beta_anneal_steps == "auto":
+            if self.beta_progress is None:
+                raise ValueError(
+                    f"{type(self).__name__} has beta_anneal_steps='auto', so beta follows the training progress, "
+                    "which nothing has set: train with sb3_per's algorithms (sb3_per.SAC, TD3, DDPG or DQN), which "
+                    "call set_beta_progress at each training call, or give beta_anneal_steps a number of sample calls"
+                )
+            progress = self.beta_progress
+        else:
+            progress = min(1.0, self.n_sample_calls / self.beta_anneal_steps)
         return self.beta_start + progress * (self.beta_end - self.beta_start)
+
+    def set_beta_progress(self, progress: float) -> None:
+        """
+        Set how far beta has annealed, for ``beta_anneal_steps="auto"``: beta is then
+        ``beta_start + progress * (beta_end - beta_start)`` until the next call.
+
+        :param progress: training progress in [0, 1] (sb3_per's algorithms pass ``1 - _current_progress_remaining``)
+        """
+        if self.beta_anneal_steps != "auto":
+            raise ValueError(
+                f"set_beta_progress is for beta_anneal_steps='auto'; this buffer anneals beta over "
+                f"beta_anneal_steps={self.beta_anneal_steps} sample calls"
+            )
+        if isinstance(progress, bool) or not isinstance(progress, Real) or not 0.0 <= progress <= 1.0:
+            raise ValueError(f"progress must be a number in [0, 1], got {progress!r}")
+        self.beta_progress = float(progress)
 
     @property
     def n_transitions(self) -> int:
@@ -149,12 +228,80 @@ class PrioritizedBufferMixin:
 
     @property
     def mean_priority(self) -> float:
-        """Mean priority (raised to alpha) of the stored transitions; ``nan`` when empty."""
-        return self.tree.total / self.n_transitions if self.n_transitions else float("nan")
+        """Mean (effective) priority, raised to alpha, of the stored transitions; ``nan`` when empty."""
+        if not self.n_transitions:
+            return float("nan")
+        if self.priority_half_life is None:
+            return self.tree.total / self.n_transitions
+        return self.tree.total * 2.0**-self._fade_exponent / self.n_transitions
+
+    def priorities_at(self, indices: np.ndarray) -> np.ndarray:
+        """
+        Effective priorities (raised to alpha, faded if ``priority_half_life`` is set) of stored transitions.
+
+        :param indices: flat leaf indices (``pos * n_envs + env``) of stored transitions
+        """
+        leaves = checked_stored_leaves(indices, self.n_transitions)
+        if self.priority_half_life is None:
+            return self.tree[leaves]
+        return self.tree[leaves] * 2.0**-self._fade_exponent
+
+    @property
+    def _fade_exponent(self) -> float:
+        """Doublings by which a priority written now is stored above its value: ``t / h - offset``."""
+        return self.n_add_calls / self.priority_half_life - self._fade_offset  # type: ignore[operator]
+
+    def _stored(self, priorities: np.ndarray) -> np.ndarray:
+        """What the tree stores for priorities written now: themselves, or scaled up by the fading clock."""
+        if self.priority_half_life is None:
+            return priorities
+        return priorities * 2.0**self._fade_exponent
+
+    def _advance_fading_clock(self) -> None:
+        """Count one ``add`` call; past the bound, take whole doublings out of every stored priority."""
+        self.n_add_calls += 1
+        if self.priority_half_life is None or self._fade_exponent <= FADE_RESCALE_DOUBLINGS:
+            return
+        doublings = int(self._fade_exponent)
+        # A power of two: the tree (and the inverse tree) stay exact sums of their leaves.
+        self.tree.scale(2.0**-doublings)
+        if self.inverse_tree is not None:
+            self.inverse_tree.scale(2.0**doublings)
+        self._fade_offset += doublings
+        if self.tagged:
+            self._resum_tag_priorities()
 
     def reset(self) -> None:
         super().reset()  # type: ignore[misc]
+        self._init_tag_storage()
         self._init_priorities()
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        if self.tagged:
+            self._resum_tag_priorities()
+
+    def _resum_tag_priorities(self) -> None:
+        """Per-tag priority sums computed afresh from the leaves, so that they cannot drift from the tree."""
+        n_stored = self._n_stored_leaves
+        self._tag_priority_sums = np.bincount(
+            self._tag_slot[:n_stored], weights=self.tree[np.arange(n_stored)], minlength=len(self._tag_values)
+        )
+
+    def tag_priority_shares(self) -> dict[int, float]:
+        """
+        Share of the total (effective) priority mass held by each tag, for every tag stored (shares sum
+        to 1; empty while the buffer is). With rank-based prioritization the mass is that of the priorities
+        ranked, not of the sampling probabilities.
+        """
+        self._check_tagged()
+        present = self._tag_counts > 0
+        # Adjusted by differences, a tag's sum can end a hair below zero once its mass is gone.
+        sums = np.maximum(self._tag_priority_sums[present], 0.0)
+        total = sums.sum()
+        if total <= 0.0:
+            return {}
+        return dict(zip(self._tag_values[present].tolist(), (sums / total).tolist(), strict=True))
 
     def add(
         self, obs: Any, next_obs: Any, action: np.ndarray, reward: np.ndarray, done: np.ndarray, infos: Any
@@ -164,43 +311,85 @@ class PrioritizedBufferMixin:
         """
         pos = self.pos
         super().add(obs, next_obs, action, reward, done, infos)  # type: ignore[misc]
-        self._set_slot_priority(pos, self.max_priority)
+        self._advance_fading_clock()
+        leaves = pos * self.n_envs + np.arange(self.n_envs)
+        # Undecayed: a new transition enters as the most likely to be replayed, faded or not.
+        priorities = self._stored(np.full(self.n_envs, self.max_priority))
+        if self.tagged:
+            _, old_slots, new_slots = self._store_tags(pos, infos)
+            previous = self._write_leaves(leaves, priorities)
+            # The overwritten transitions' mass leaves their tags, the new ones' enters theirs.
+            self._grow_tag_priority_sums()
+            had_tag = old_slots >= 0
+            self._add_to_tag_sums(old_slots[had_tag], -previous[had_tag])
+            self._add_to_tag_sums(new_slots, priorities)
+        else:
+            self._write_leaves(leaves, priorities)
+        self._write_count[leaves] += 1
         if self.optimize_memory_usage and self.full:
             # `add` has just overwritten the observation of the slot now at `self.pos`, so that
             # transition is invalid until rewritten: SB3 never samples it, neither do we.
-            self._set_slot_priority(self.pos, 0.0)
+            invalid = self.pos * self.n_envs + np.arange(self.n_envs)
+            self._set_priorities(invalid, np.zeros(self.n_envs))
+            self._write_count[invalid] += 1
 
-    def _set_slot_priority(self, pos: int, priority: float) -> None:
-        leaves = pos * self.n_envs + np.arange(self.n_envs)
-        self._set_priorities(leaves, np.full(self.n_envs, priority))
-        self._write_count[leaves] += 1
-
-    def _set_priorities(self, leaves: np.ndarray, priorities: np.ndarray) -> None:
+    def _write_leaves(self, leaves: np.ndarray, priorities: np.ndarray) -> np.ndarray:
+        """Write priorities into every structure that holds them; return what the tree held before."""
         # in range and finite by construction: both callers check or build them
-        self.tree.update(leaves, priorities, validate=False)
+        previous = self.tree.update(leaves, priorities, validate=False)
         if self.ranks is not None:
             self.ranks.update(leaves, priorities, validate=False)
+        if self.inverse_tree is not None:
+            self.inverse_tree.update(leaves, _reciprocals(priorities), validate=False)
+        return previous
 
-    def sample(self, batch_size: int, env: VecNormalize | None = None) -> Any:
+    def _set_priorities(self, leaves: np.ndarray, priorities: np.ndarray) -> None:
+        """New priorities for stored transitions (whose tags stay), keeping the per-tag sums in step."""
+        previous = self._write_leaves(leaves, priorities)
+        if self.tagged:
+            self._add_to_tag_sums(self._tag_slot[leaves], priorities - previous)
+
+    def _add_to_tag_sums(self, slots: np.ndarray, amounts: np.ndarray) -> None:
+        self._tag_priority_sums += np.bincount(slots, weights=amounts, minlength=len(self._tag_priority_sums))
+
+    def _grow_tag_priority_sums(self) -> None:
+        missing = len(self._tag_values) - len(self._tag_priority_sums)
+        if missing:
+            self._tag_priority_sums = np.concatenate([self._tag_priority_sums, np.zeros(missing)])
+
+    def sample(self, batch_size: int, env: VecNormalize | None = None, inverse: bool = False) -> Any:
         """
         Sample a batch in proportion to priority (or rank), with importance-sampling weights.
 
         :param batch_size: Number of transitions to sample
         :param env: associated VecEnv to normalize the observations/rewards when sampling
-        :return: the samples (``samples_class``), their IS weights and their flat indices
+        :param inverse: sample in proportion to ``1 / priority`` (effective priority, raised to alpha) instead,
+            as LA3P's actor batches; needs ``inverse_sampling=True``. The weights are then ones (LA3P uses
+            none), and the call does not count towards beta's annealing
+        :return: the samples (``samples_class``), their IS weights, flat indices and write stamps
         """
         self._check_batch_size(batch_size)
+        if not isinstance(inverse, (bool, np.bool_)):
+            raise ValueError(f"inverse must be a bool, got {inverse!r}")
+        if inverse and self.inverse_tree is None:
+            raise ValueError(f"sample(inverse=True) needs a {type(self).__name__} made with inverse_sampling=True")
+        beta = None if inverse else self.beta  # first, as it can raise
         self._warn_if_priorities_never_updated()
         # NumPy's global generator, as SB3's buffers use, so that `set_random_seed` seeds sampling.
         uniforms = np.random.random_sample(batch_size)  # noqa: NPY002
-        leaves, probabilities, smallest = self._stratified_leaves(uniforms)
-        if self.weight_normalization == "batch":
-            smallest = probabilities.min()
-        # (N P(i))^-beta / max_j (N P(j))^-beta = (P(i) / P_min)^-beta: N cancels out.
-        weights = (probabilities / smallest) ** -self.beta
-        self.n_sample_calls += 1
-        self._write_count_at_sample[leaves] = self._write_count[leaves]
-        return self._get_prioritized_samples(leaves, weights, env)
+        if beta is None:
+            leaves = _stratified_tree_leaves(self.inverse_tree, uniforms)
+            weights = np.ones(batch_size)
+        else:
+            leaves, probabilities, smallest = self._stratified_leaves(uniforms)
+            if self.weight_normalization == "batch":
+                smallest = probabilities.min()
+            # (N P(i))^-beta / max_j (N P(j))^-beta = (P(i) / P_min)^-beta: N cancels out.
+            weights = (probabilities / smallest) ** -beta
+            self.n_sample_calls += 1
+        stamps = self._write_count[leaves]
+        self._write_count_at_sample[leaves] = stamps
+        return self._get_prioritized_samples(leaves, weights, stamps, env)
 
     def _stratified_leaves(self, uniforms: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
         """
@@ -210,19 +399,14 @@ class PrioritizedBufferMixin:
         if self.ranks is not None:
             leaves = self.ranks.sample(uniforms)
             return leaves, self.ranks.probabilities(leaves), self.ranks.min_probability
-        batch_size = len(uniforms)
-        prefix_sums = (np.arange(batch_size) + uniforms) * (self.tree.total / batch_size)
-        leaves = self.tree.find(prefix_sums)
+        leaves = _stratified_tree_leaves(self.tree, uniforms)
         return leaves, self.tree[leaves], self.tree.min
 
     def _check_batch_size(self, batch_size: int) -> None:
-        if int(batch_size) != batch_size or batch_size < 1:
+        # A batch larger than the buffer is fine: stratified sampling over more segments than leaves
+        # samples with replacement, as SB3's uniform buffer does.
+        if isinstance(batch_size, bool) or not isinstance(batch_size, Integral) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
-        if batch_size > self.tree.capacity:
-            raise ValueError(
-                f"batch_size={batch_size} is larger than the buffer, which holds at most {self.tree.capacity} "
-                "transitions: raise buffer_size or lower batch_size"
-            )
         if self.n_transitions == 0:
             raise ValueError(f"cannot sample from an empty {type(self).__name__}: add transitions first")
 
@@ -242,7 +426,9 @@ class PrioritizedBufferMixin:
                 stacklevel=3,
             )
 
-    def _get_prioritized_samples(self, leaves: np.ndarray, weights: np.ndarray, env: VecNormalize | None) -> Any:
+    def _get_prioritized_samples(
+        self, leaves: np.ndarray, weights: np.ndarray, stamps: np.ndarray, env: VecNormalize | None
+    ) -> Any:
         # A leaf is `pos * n_envs + env`, so viewing (buffer_size, n_envs, ...) storage as
         # (buffer_size * n_envs, ...) makes each leaf a row. One `take` per array is about twice as fast
         # as SB3's two-index gather, and its result is a fresh array, so torch can adopt it uncopied.
@@ -267,6 +453,7 @@ class PrioritizedBufferMixin:
             discounts=None if discounts is None else self._to_torch(discounts),
             weights=self._to_torch(weights.astype(np.float32).reshape(-1, 1)),
             indices=leaves,
+            stamps=stamps,
         )
 
     def _to_torch(self, array: np.ndarray) -> th.Tensor:
@@ -320,7 +507,9 @@ class PrioritizedBufferMixin:
             return {key: self._rows(value, leaves) for key, value in storage.items()}
         return storage.reshape(self.buffer_size * self.n_envs, *storage.shape[2:]).take(leaves, axis=0)
 
-    def update_priorities(self, indices: np.ndarray | th.Tensor, td_errors: np.ndarray | th.Tensor) -> None:
+    def update_priorities(
+        self, indices: np.ndarray | th.Tensor, td_errors: np.ndarray | th.Tensor, stamps: np.ndarray | None = None
+    ) -> None:
         """
         Set the priority of sampled transitions from their TD errors: ``(|td_error| + epsilon) ** alpha``.
 
@@ -328,35 +517,49 @@ class PrioritizedBufferMixin:
         ``ValueError`` and leaves every priority unchanged.
 
         :param indices: flat indices, as returned in the samples' ``indices``
-        :param td_errors: one TD error per index (numpy array or torch tensor on any device, any
-            shape that flattens to the batch, e.g. (batch_size, 1))
+        :param td_errors: one finite TD error per index (numpy array or torch tensor on any device, any
+            shape that flattens to the batch, e.g. (batch_size, 1)); integers or floats, float16 and bfloat16
+            tensors being widened to float32
+        :param stamps: the samples' ``stamps``: an update is applied only where the leaf's write stamp is
+            still the one it had when sampled (exact). Without them, each leaf's stamp at its latest sample
+            stands in, which misses an older batch whose slot was overwritten and sampled again since
         """
         # Few numpy calls on purpose: at batch 256 each costs about as much as its arithmetic.
-        leaves = _as_flat_numpy(indices, "indices")
-        errors = _as_flat_numpy(td_errors, "td_errors")
+        leaves = _as_flat_numpy(indices, "indices", INTEGER_KINDS)
+        errors = _as_flat_numpy(td_errors, "td_errors", REAL_KINDS)
         if leaves.shape[0] != errors.shape[0]:
             raise ValueError(f"td_errors has {errors.shape[0]} values but indices has {leaves.shape[0]}")
+        if stamps is not None:
+            stamps = _as_flat_numpy(stamps, "stamps", INTEGER_KINDS)
+            if stamps.shape[0] != leaves.shape[0]:
+                raise ValueError(f"stamps has {stamps.shape[0]} values but indices has {leaves.shape[0]}")
         if leaves.size == 0:
             return
-        if leaves.dtype.kind not in "iu":
-            raise ValueError(f"indices must be integers, got dtype {leaves.dtype}")
-        leaves = leaves.astype(np.int64, copy=False)
-        if leaves.min() < 0 or leaves.max() >= self.n_transitions:
-            bad = leaves[(leaves < 0) | (leaves >= self.n_transitions)][0]
-            raise ValueError(f"index {bad} is out of range: the buffer holds {self.n_transitions} transitions")
-        priorities = (np.abs(errors, dtype=np.float64) + self.epsilon) ** self.alpha
-        if not np.isfinite(priorities.max()):  # NaN propagates through max, inf is the max
-            bad = errors[~np.isfinite(priorities)][0]
-            raise ValueError(f"td_errors must be finite and give finite priorities, got {bad}")
-        stamps = self._write_count_at_sample[leaves]
-        fresh = (stamps == self._write_count[leaves]) | (stamps < 0)
+        leaves = checked_stored_leaves(leaves, self.n_transitions)
+        magnitudes = np.abs(errors, dtype=np.float64)
+        # Checked on the errors, not the priorities: with alpha=0, NaN ** 0 = 1. NaN propagates through max.
+        if not np.isfinite(magnitudes.max()):
+            raise ValueError(f"td_errors must be finite, got {errors[~np.isfinite(magnitudes)][0]}")
+        priorities = (magnitudes + self.epsilon) ** self.alpha
+        top = priorities.max()
+        if not top <= self._largest_priority:  # also catches a priority that overflowed to inf
+            raise ValueError(
+                f"td_errors give priority {top} (raised to alpha), too large for the sum tree: with all "
+                f"{self.tree.capacity} transitions at it (and faded ones at their largest scale) its total "
+                "would overflow float64"
+            )
+        if stamps is None:
+            sampled_stamps = self._write_count_at_sample[leaves]
+            fresh = (sampled_stamps == self._write_count[leaves]) | (sampled_stamps < 0)
+        else:
+            fresh = self._write_count[leaves] == stamps
         if self.optimize_memory_usage and self.full:
             fresh &= leaves // self.n_envs != self.pos  # the slot whose next observation is gone stays at zero
         if not fresh.all():
             leaves, priorities = leaves[fresh], priorities[fresh]
         if leaves.size:
-            self._set_priorities(leaves, priorities)
-            self.max_priority = max(self.max_priority, float(priorities.max()))
+            self._set_priorities(leaves, self._stored(priorities))
+            self.max_priority = max(self.max_priority, float(top))
         self.n_priority_updates += 1
 
 
@@ -376,18 +579,20 @@ class PrioritizedReplayBuffer(PrioritizedBufferMixin, ReplayBuffer):
       reproducible. With ``prioritization="proportional"`` (the default), ``P(i)`` is proportional to
       ``priority ** alpha`` (a sum tree); with ``prioritization="rank"`` (Schaul et al. 2016, section 3.3),
       ``P(i)`` is proportional to ``(1 / rank(i)) ** alpha``, rank 1 being the largest priority (a binary heap
-      whose array order approximates the ranks, re-sorted periodically, as in the paper). While the buffer
-      holds fewer transitions than ``batch_size``, transitions repeat in a batch, as with SB3's uniform
-      buffer (SAC's default ``learning_starts=100`` is below its default ``batch_size=256``).
+      whose array order approximates the ranks, re-sorted periodically, as in the paper). A batch larger
+      than what the buffer holds (even than ``buffer_size``) samples with replacement, as SB3's uniform buffer
+      does (SAC's default ``learning_starts=100`` is below its default ``batch_size=256``).
     - Weights are ``w_i = (N * P(i)) ** -beta`` divided by the largest weight, so they only scale
       updates down. ``beta`` anneals linearly from ``beta_start`` to ``beta_end`` over
-      ``beta_anneal_steps`` calls to ``sample``.
-    - ``update_priorities(indices, td_errors)`` sets priority ``(|td_error| + epsilon) ** alpha``. An
+      ``beta_anneal_steps`` calls to ``sample``, or, with ``beta_anneal_steps="auto"``, with the training
+      progress that sb3_per's algorithms give ``set_beta_progress`` at each training call, so that beta
+      reaches ``beta_end`` at the end of ``learn``.
+    - ``update_priorities(indices, td_errors, stamps)`` sets priority ``(|td_error| + epsilon) ** alpha``. An
       update for a transition that ``add`` has overwritten since it was sampled is skipped: its error
-      belongs to data that is gone (ray #6534). The check keeps one write count per slot, taken at the
-      slot's latest sample: an update from an older batch whose slot has been overwritten *and sampled
-      again* since is not recognised as stale. Updating right after each sample, as ``sb3_per.SAC``
-      does, never meets that case.
+      belongs to data that is gone (ray #6534). Each leaf counts the times ``add`` wrote it, and the samples
+      carry that count (``stamps``); given back, they make the check exact. Without them, the count at the
+      slot's latest sample stands in, and an update from an older batch whose slot has been overwritten
+      *and sampled again* since is not recognised as stale.
 
     An algorithm must call ``update_priorities`` after its gradient steps (``sb3_per.SAC`` does);
     with one that never does, every transition keeps its entry priority and the buffer warns.
@@ -404,7 +609,8 @@ class PrioritizedReplayBuffer(PrioritizedBufferMixin, ReplayBuffer):
     :param alpha: How much prioritization is used (0: uniform, 1: fully proportional to priority or 1 / rank)
     :param beta_start: Importance-sampling exponent at the first ``sample`` call
     :param beta_end: Importance-sampling exponent reached after ``beta_anneal_steps`` calls
-    :param beta_anneal_steps: Number of ``sample`` calls over which beta goes from start to end
+    :param beta_anneal_steps: Number of ``sample`` calls over which beta goes from start to end, or
+        ``"auto"``: beta follows ``set_beta_progress`` (sampling before it is ever called raises ``ValueError``)
     :param epsilon: Added to ``|td_error|`` so that no transition's priority is ever zero
     :param weight_normalization: ``"buffer"`` divides the weights by the largest weight any stored
         transition could get (from the smallest sampling probability, as in the paper); ``"batch"`` by the
@@ -416,6 +622,17 @@ class PrioritizedReplayBuffer(PrioritizedBufferMixin, ReplayBuffer):
     :param gamma: Discount factor of the n-step returns (use the algorithm's ``gamma``)
     :param prioritization: ``"proportional"`` (default) or ``"rank"``: what the sampling probability
         is proportional to, ``priority ** alpha`` or ``(1 / rank) ** alpha``
+    :param tag_key: ``info`` key whose integer value tags each added transition (e.g. ``"regime"``), for
+        ``tags_at``, ``tag_buffer_shares`` and ``tag_priority_shares``; a missing key or a non-integer value
+        (``bool`` included) is tag -1. None (default): no tags
+    :param inverse_sampling: keep a second sum tree over ``1 / priority`` (proportional only), in step with the
+        first on every write, for ``sample(batch_size, inverse=True)`` (LA3P's actor batches)
+    :param priority_half_life: recency-faded priorities (proportional only): with half-life ``h``, counted in
+        ``add`` calls (one call = one step of all envs), a transition whose priority ``p_i`` was written
+        (by ``add`` or ``update_priorities``) at add-count ``t_i`` has at add-count ``t`` the effective priority
+        ``p_i * 2 ** (-(t - t_i) / h)``; sampling, the IS weights' smallest probability and ``mean_priority``
+        follow it exactly, and new transitions enter at ``max_priority`` undecayed. It must be at least
+        ``buffer_size / 512``. None (default): no fading
     """
 
     samples_class = PrioritizedReplayBufferSamples
@@ -432,12 +649,15 @@ class PrioritizedReplayBuffer(PrioritizedBufferMixin, ReplayBuffer):
         alpha: float = 0.6,
         beta_start: float = 0.4,
         beta_end: float = 1.0,
-        beta_anneal_steps: int = 200_000,
+        beta_anneal_steps: int | str = 200_000,
         epsilon: float = 1e-6,
         weight_normalization: str = "buffer",
         n_steps: int = 1,
         gamma: float = 0.99,
         prioritization: str = "proportional",
+        tag_key: str | None = None,
+        inverse_sampling: bool = False,
+        priority_half_life: float | None = None,
     ):
         check_n_step_parameters(n_steps, gamma)
         if n_steps > 1 and optimize_memory_usage:
@@ -466,6 +686,9 @@ class PrioritizedReplayBuffer(PrioritizedBufferMixin, ReplayBuffer):
             n_steps,
             gamma,
             prioritization,
+            tag_key,
+            inverse_sampling,
+            priority_half_life,
         )
 
 
@@ -486,7 +709,8 @@ class PrioritizedDictReplayBuffer(PrioritizedBufferMixin, DictReplayBuffer):
     :param handle_timeout_termination: Handle timeout termination (due to timelimit)
         separately and treat the task as infinite horizon task (SB3 issue #284)
     :param alpha: see ``PrioritizedReplayBuffer``, as are ``beta_start``, ``beta_end``, ``beta_anneal_steps``,
-        ``epsilon``, ``weight_normalization``, ``n_steps``, ``gamma`` and ``prioritization``
+        ``epsilon``, ``weight_normalization``, ``n_steps``, ``gamma``, ``prioritization``, ``tag_key``,
+        ``inverse_sampling`` and ``priority_half_life``
     """
 
     samples_class = PrioritizedDictReplayBufferSamples
@@ -503,12 +727,15 @@ class PrioritizedDictReplayBuffer(PrioritizedBufferMixin, DictReplayBuffer):
         alpha: float = 0.6,
         beta_start: float = 0.4,
         beta_end: float = 1.0,
-        beta_anneal_steps: int = 200_000,
+        beta_anneal_steps: int | str = 200_000,
         epsilon: float = 1e-6,
         weight_normalization: str = "buffer",
         n_steps: int = 1,
         gamma: float = 0.99,
         prioritization: str = "proportional",
+        tag_key: str | None = None,
+        inverse_sampling: bool = False,
+        priority_half_life: float | None = None,
     ):
         check_n_step_parameters(n_steps, gamma)
         if not isinstance(observation_space, spaces.Dict):
@@ -536,16 +763,52 @@ class PrioritizedDictReplayBuffer(PrioritizedBufferMixin, DictReplayBuffer):
             n_steps,
             gamma,
             prioritization,
+            tag_key,
+            inverse_sampling,
+            priority_half_life,
         )
 
 
-def _as_flat_numpy(values: np.ndarray | th.Tensor, name: str) -> np.ndarray:
+def _stratified_tree_leaves(tree: SumTree, uniforms: np.ndarray) -> np.ndarray:
+    """One leaf of ``tree`` from each of ``len(uniforms)`` equal segments of its total, placed by ``uniforms``."""
+    batch_size = len(uniforms)
+    return tree.find((np.arange(batch_size) + uniforms) * (tree.total / batch_size))
+
+
+def _reciprocals(priorities: np.ndarray) -> np.ndarray:
+    """``1 / priorities``, and 0 where a priority is 0 (a leaf that must never be sampled either way)."""
+    return np.divide(1.0, priorities, out=np.zeros_like(priorities), where=priorities > 0.0)
+
+
+def _as_flat_numpy(values: np.ndarray | th.Tensor, name: str, kinds: str) -> np.ndarray:
+    """
+    ``values`` as a flat numpy array, or ``ValueError`` naming ``name`` unless its dtype kind is in ``kinds``
+    (an empty array passes). float16 and bfloat16 tensors are widened to float32 (numpy has no bfloat16).
+    """
     if isinstance(values, th.Tensor):
+        if values.dtype in (th.float16, th.bfloat16):
+            values = values.float()
         values = values.detach().cpu().numpy()
     array = np.asarray(values)
-    if array.dtype == object:
-        raise ValueError(f"{name} must be a numeric array, got {type(values).__name__}")
+    if array.size and array.dtype.kind not in kinds:
+        raise ValueError(f"{name} must be {KIND_NAMES[kinds]}, got dtype {array.dtype}")
     return array.reshape(-1)
+
+
+def check_priority_half_life(priority_half_life: float | None, buffer_size: int) -> None:
+    """Raise ``ValueError``, naming the parameter and its value, for a bad ``priority_half_life``."""
+    if priority_half_life is None:
+        return
+    if isinstance(priority_half_life, bool) or not isinstance(priority_half_life, Real):
+        raise ValueError(f"priority_half_life must be a number > 0 or None, got {priority_half_life!r}")
+    if not (np.isfinite(priority_half_life) and priority_half_life > 0):
+        raise ValueError(f"priority_half_life must be a finite number > 0 or None, got {priority_half_life!r}")
+    if buffer_size / priority_half_life > MAX_FADE_DOUBLINGS:
+        raise ValueError(
+            f"priority_half_life={priority_half_life!r} is below buffer_size / {MAX_FADE_DOUBLINGS} = "
+            f"{buffer_size / MAX_FADE_DOUBLINGS:g} add calls: the oldest transitions would fade by more than "
+            f"2 ** -{MAX_FADE_DOUBLINGS} before being overwritten, past what the sum tree can hold exactly"
+        )
 
 
 def check_n_step_parameters(n_steps: int, gamma: float) -> None:
@@ -560,7 +823,7 @@ def check_per_parameters(
     alpha: float,
     beta_start: float,
     beta_end: float,
-    beta_anneal_steps: int = 1,
+    beta_anneal_steps: int | str = 1,
     epsilon: float = 1e-6,
     weight_normalization: str = "buffer",
 ) -> None:
@@ -573,14 +836,23 @@ def check_per_parameters(
     for name, beta in (("beta_start", beta_start), ("beta_end", beta_end)):
         if not 0.0 <= beta <= 1.0:
             raise ValueError(f"{name} must be in [0, 1], got {beta!r}")
-    if int(beta_anneal_steps) != beta_anneal_steps or beta_anneal_steps <= 0:
-        raise ValueError(f"beta_anneal_steps must be a positive integer, got {beta_anneal_steps!r}")
+    if isinstance(beta_anneal_steps, (str, bool)):
+        if beta_anneal_steps != "auto":
+            raise ValueError(f"beta_anneal_steps must be a positive integer or 'auto', got {beta_anneal_steps!r}")
+    elif int(beta_anneal_steps) != beta_anneal_steps or beta_anneal_steps <= 0:
+        raise ValueError(f"beta_anneal_steps must be a positive integer or 'auto', got {beta_anneal_steps!r}")
     if not (np.isfinite(epsilon) and epsilon > 0):
         raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}")
     if float(epsilon) ** float(alpha) == 0.0:
         raise ValueError(
             f"epsilon ** alpha underflows to 0 (epsilon={epsilon!r}, alpha={alpha!r}), so a transition could get "
             "priority 0 and never be sampled again: raise epsilon or lower alpha"
+        )
+    if np.float32(float(epsilon) ** (float(alpha) * max(beta_start, beta_end))) == 0.0:
+        raise ValueError(
+            f"epsilon={epsilon!r} is so small that, beside a transition of TD error 0, every other importance "
+            f"weight (P_min / P_i) ** beta underflows to 0 in float32 (alpha={alpha!r}, beta up to "
+            f"{max(beta_start, beta_end)!r}): raise epsilon"
         )
     if weight_normalization not in WEIGHT_NORMALIZATIONS:
         raise ValueError(f"weight_normalization must be one of {WEIGHT_NORMALIZATIONS}, got {weight_normalization!r}")

@@ -11,35 +11,34 @@ from stable_baselines3.common.noise import ActionNoise
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
 from stable_baselines3.td3.policies import TD3Policy
 
-from sb3_per.per_algorithm import PrioritizedReplayMixin, check_per_mode, check_td_error_reduction
-from sb3_per.td3 import TD3
+from sb3_per.td3 import TD3TrainingSteps
 
 
-class DDPG(PrioritizedReplayMixin, stable_baselines3.DDPG):
+class DDPG(TD3TrainingSteps, stable_baselines3.DDPG):
     """
     Deep Deterministic Policy Gradient (DDPG) that makes use of a ``PrioritizedReplayBuffer``: a drop-in
     subclass of ``stable_baselines3.DDPG``.
 
     SB3's DDPG trains with ``TD3.train`` (one critic by default, ``policy_delay=1``, no target smoothing), so
-    with a ``PrioritizedReplayBuffer`` this trains with ``sb3_per.TD3``'s prioritized loop: IS-weighted
-    ``mean(w * (Q - y) ** 2)`` critic loss, priorities written back from ``|Q - y|`` after each critic step,
-    the same ``train/per_*`` logger keys. With any other replay buffer and ``per_mode="per"`` it is exactly
-    ``stable_baselines3.DDPG``.
+    with a ``PrioritizedReplayBuffer`` this trains with ``sb3_per.TD3``'s prioritized steps
+    (``TD3TrainingSteps``): IS-weighted ``mean(w * (Q - y) ** 2)`` critic loss, priorities written back from
+    ``|Q - y|`` after each critic step, the same ``train/per_*`` logger keys. With any other replay buffer and
+    ``per_mode="per"`` it is exactly ``stable_baselines3.DDPG``.
 
     The parameters are those of ``stable_baselines3.DDPG`` (``replay_buffer_class=PrioritizedReplayBuffer`` for
     prioritized replay, with its options ``alpha``, ``beta_start``, ... in ``replay_buffer_kwargs``), plus:
 
     :param td_error_reduction: How the critics' TD errors become one priority per transition when there are
         several (``policy_kwargs={"n_critics": 2}``): ``"mean"`` (default) or ``"max"`` of ``|Q_i - y|``.
-        With DDPG's single critic both are ``|Q - y|``. Used with a prioritized buffer, and by PAL.
+        With DDPG's single critic both are ``|Q - y|``. ``None`` (default): the max for ``per_mode="lap"`` and
+        ``"pal"``, the mean for ``"per"``. Used with a prioritized buffer, and by PAL.
     :param per_mode: What the critic loss and the priorities are: ``"per"`` (default, the IS-weighted loss
         above), ``"lap"`` (LAP, with a proportional ``PrioritizedReplayBuffer``) or ``"pal"`` (PAL, with
         uniform replay); Fujimoto, Meger & Precup 2020. Formulas in ``PrioritizedReplayMixin``.
     :param pal_alpha: PAL's exponent (``per_mode="pal"`` only)
+    :param lap_min_priority: LAP's minimum priority and Huber threshold, also PAL's threshold (default 1, as in
+        the paper's continuous control)
     """
-
-    _train_per = TD3._train_per
-    critic_loss_scale = 1.0
 
     def __init__(
         self,
@@ -63,14 +62,13 @@ class DDPG(PrioritizedReplayMixin, stable_baselines3.DDPG):
         verbose: int = 0,
         seed: int | None = None,
         device: th.device | str = "auto",
-        td_error_reduction: str = "mean",
+        td_error_reduction: str | None = None,
         per_mode: str = "per",
         pal_alpha: float = 0.4,
+        lap_min_priority: float = 1.0,
         _init_setup_model: bool = True,
     ):
-        self.td_error_reduction = check_td_error_reduction(td_error_reduction)
-        self.per_mode = check_per_mode(per_mode, pal_alpha)
-        self.pal_alpha = float(pal_alpha)
+        self._init_replay_options(per_mode, td_error_reduction, pal_alpha, lap_min_priority)
         super().__init__(
             policy,
             env,

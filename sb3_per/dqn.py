@@ -12,7 +12,13 @@ from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
 from stable_baselines3.dqn.policies import DQNPolicy
 
-from sb3_per.per_algorithm import PrioritizedReplayMixin, check_per_mode, weighted_huber_loss
+from sb3_per.per_algorithm import (
+    CriticLoss,
+    PrioritizedReplayMixin,
+    TrainingCallRecord,
+    td_errors_for_priorities,
+    weighted_huber_loss,
+)
 
 
 class DQN(PrioritizedReplayMixin, stable_baselines3.DQN):
@@ -42,10 +48,12 @@ class DQN(PrioritizedReplayMixin, stable_baselines3.DQN):
         above), ``"lap"`` (LAP, with a proportional ``PrioritizedReplayBuffer``) or ``"pal"`` (PAL, with
         uniform replay); Fujimoto, Meger & Precup 2020. Formulas in ``PrioritizedReplayMixin``.
     :param pal_alpha: PAL's exponent (``per_mode="pal"`` only)
+    :param lap_min_priority: LAP's minimum priority and Huber threshold, also PAL's threshold (default 1; the
+        paper's authors use 0.01 for Atari)
     """
 
     def _is_weighted_loss(
-        self, current_q_values: Sequence[th.Tensor], target_q_values: th.Tensor, weights: th.Tensor
+        self, current_q_values: Sequence[th.Tensor], target_q_values: th.Tensor, weights: th.Tensor | None
     ) -> th.Tensor:
         (q_values,) = current_q_values
         return weighted_huber_loss(q_values, target_q_values, weights)
@@ -79,10 +87,11 @@ class DQN(PrioritizedReplayMixin, stable_baselines3.DQN):
         device: th.device | str = "auto",
         per_mode: str = "per",
         pal_alpha: float = 0.4,
+        lap_min_priority: float = 1.0,
         _init_setup_model: bool = True,
     ) -> None:
-        self.per_mode = check_per_mode(per_mode, pal_alpha)
-        self.pal_alpha = float(pal_alpha)
+        # One Q-network: no TD errors to combine
+        self._init_replay_options(per_mode, None, pal_alpha, lap_min_priority)
         super().__init__(
             policy,
             env,
@@ -112,10 +121,12 @@ class DQN(PrioritizedReplayMixin, stable_baselines3.DQN):
             _init_setup_model=_init_setup_model,
         )
 
-    def _train_per(self, buffer: ReplayBuffer, gradient_steps: int, batch_size: int) -> None:
+    def _train_per(
+        self, buffer: ReplayBuffer, gradient_steps: int, batch_size: int, record: TrainingCallRecord
+    ) -> None:
         """
-        SB3's ``DQN.train`` (as of stable-baselines3 2.9), with the three changes marked ``PER:``: the Huber
-        loss is IS-weighted, the priorities are written back after the optimizer step, and PER stats are logged.
+        SB3's ``DQN.train`` (as of stable-baselines3 2.9), its gradient step in ``_critic_step`` on the batch of
+        ``_replay_updates``, with the priority write-back after it (``PER:``).
         """
         # Switch to train mode (this affects batch norm / dropout)
         self.policy.set_training_mode(True)
@@ -124,44 +135,51 @@ class DQN(PrioritizedReplayMixin, stable_baselines3.DQN):
 
         losses = []
         for _ in range(gradient_steps):
-            # Sample replay buffer
-            replay_data = buffer.sample(batch_size, env=self._vec_normalize_env)
-            # For n-step replay, discount factor is gamma**n_steps (when no early termination)
-            discounts = replay_data.discounts if replay_data.discounts is not None else self.gamma
-
-            with th.no_grad():
-                # Compute the next Q-values using the target network
-                next_q_values = self.q_net_target(replay_data.next_observations)
-                # Follow greedy policy: use the one with the highest value
-                next_q_values, _ = next_q_values.max(dim=1)
-                # Avoid potential broadcast issue
-                next_q_values = next_q_values.reshape(-1, 1)
-                # 1-step TD target
-                target_q_values = replay_data.rewards + (1 - replay_data.dones) * discounts * next_q_values
-
-            # Get current Q-values estimates
-            current_q_values = self.q_net(replay_data.observations)
-
-            # Retrieve the q-values for the actions from the replay buffer
-            current_q_values = th.gather(current_q_values, dim=1, index=replay_data.actions.long())
-
-            # PER: importance-sampling weighted Huber loss (less sensitive to outliers; or LAP's, or PAL's)
-            loss = self._replay_loss(replay_data, (current_q_values,), target_q_values)
-            losses.append(loss.item())
-
-            # Optimize the policy
-            self.policy.optimizer.zero_grad()
-            loss.backward()
-            # Clip gradient norm
-            th.nn.utils.clip_grad_norm_(self.policy.parameters(), self.max_grad_norm)
-            self.policy.optimizer.step()
-
-            # PER: new priorities from this forward pass's TD errors
-            self._after_critic_step(replay_data, (current_q_values,), target_q_values)
+            for update in self._replay_updates(buffer, batch_size, record, train_actor=False):
+                loss, td_errors = self._critic_step(update.critic_batch, update.critic_loss)
+                losses.append(loss.item())
+                self._after_critic_step(buffer, update.critic_batch, td_errors, record)  # PER
 
         # Increase update counter
         self._n_updates += gradient_steps
 
         self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
         self.logger.record("train/loss", np.mean(losses))
-        self._record_per_stats()  # PER
+
+    def _critic_step(self, replay_data: Any, loss_of: CriticLoss) -> tuple[th.Tensor, th.Tensor]:
+        """
+        SB3's gradient step, on the batch, with the loss ``per_mode`` gives it.
+
+        :param replay_data: the batch
+        :param loss_of: its loss, from the Q-values of the batch's actions (a one-element tuple) and the TD targets
+        :return: the loss, and the batch's absolute TD errors (shape (batch_size,)) from the same forward pass
+        """
+        # For n-step replay, discount factor is gamma**n_steps (when no early termination)
+        discounts = replay_data.discounts if replay_data.discounts is not None else self.gamma
+
+        with th.no_grad():
+            # Compute the next Q-values using the target network
+            next_q_values = self.q_net_target(replay_data.next_observations)
+            # Follow greedy policy: use the one with the highest value
+            next_q_values, _ = next_q_values.max(dim=1)
+            # Avoid potential broadcast issue
+            next_q_values = next_q_values.reshape(-1, 1)
+            # 1-step TD target
+            target_q_values = replay_data.rewards + (1 - replay_data.dones) * discounts * next_q_values
+
+        # Get current Q-values estimates
+        current_q_values = self.q_net(replay_data.observations)
+
+        # Retrieve the q-values for the actions from the replay buffer
+        current_q_values = th.gather(current_q_values, dim=1, index=replay_data.actions.long())
+
+        # Compute Huber loss (less sensitive to outliers) (PER: as per_mode says)
+        loss = loss_of((current_q_values,), target_q_values)
+
+        # Optimize the policy
+        self.policy.optimizer.zero_grad()
+        loss.backward()
+        # Clip gradient norm
+        th.nn.utils.clip_grad_norm_(self.policy.parameters(), self.max_grad_norm)
+        self.policy.optimizer.step()
+        return loss, td_errors_for_priorities((current_q_values,), target_q_values)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import stable_baselines3
@@ -13,17 +13,23 @@ from stable_baselines3.common.type_aliases import GymEnv, Schedule
 from stable_baselines3.common.utils import polyak_update
 from stable_baselines3.sac.policies import SACPolicy
 
-from sb3_per.per_algorithm import (
-    TD_ERROR_REDUCTIONS,
-    PrioritizedReplayMixin,
-    check_per_mode,
-    check_td_error_reduction,
-    td_errors_for_priorities,
-    weighted_critic_loss,
-)
+from sb3_per.per_algorithm import CriticLoss, PrioritizedReplayMixin, TrainingCallRecord, td_errors_for_priorities
 
-# re-exported: they were defined here before they were shared with TD3, DDPG and DQN
-__all__ = ["SAC", "TD_ERROR_REDUCTIONS", "td_errors_for_priorities", "weighted_critic_loss"]
+
+class PolicySample(NamedTuple):
+    """
+    What SAC's entropy step gives the critic and actor steps that follow it.
+
+    :param actions_pi: actions of the current actor for the actor batch's observations
+    :param log_prob: their log-probabilities, shape (batch_size, 1)
+    :param ent_coef: the entropy coefficient before the step (detached)
+    :param ent_coef_loss: the entropy coefficient's loss, ``None`` when it is not learnt
+    """
+
+    actions_pi: th.Tensor
+    log_prob: th.Tensor
+    ent_coef: th.Tensor
+    ent_coef_loss: th.Tensor | None
 
 
 class SAC(PrioritizedReplayMixin, stable_baselines3.SAC):
@@ -96,12 +102,15 @@ class SAC(PrioritizedReplayMixin, stable_baselines3.SAC):
     :param device: Device (cpu, cuda, ...) on which the code should be run.
         Setting it to auto, the code will be run on the GPU if possible.
     :param td_error_reduction: How the twin critics' TD errors become one priority signal per transition:
-        ``"mean"`` (default) of ``|Q_i - y|`` over the critics, or ``"max"`` of ``|Q_i - y|`` (as LAP,
-        Fujimoto et al. 2020, does). Used with a prioritized buffer, and by PAL.
+        ``"mean"`` of ``|Q_i - y|`` over the critics, or ``"max"`` of ``|Q_i - y|`` (as LAP, Fujimoto et al.
+        2020, does). ``None`` (default): the max for ``per_mode="lap"`` and ``"pal"``, the mean for ``"per"``.
+        Used with a prioritized buffer, and by PAL.
     :param per_mode: What the critic loss and the priorities are: ``"per"`` (default, the IS-weighted loss
         above), ``"lap"`` (LAP, with a proportional ``PrioritizedReplayBuffer``) or ``"pal"`` (PAL, with
         uniform replay); Fujimoto, Meger & Precup 2020. Formulas in ``PrioritizedReplayMixin``.
     :param pal_alpha: PAL's exponent (``per_mode="pal"`` only)
+    :param lap_min_priority: LAP's minimum priority and Huber threshold, also PAL's threshold (default 1, as in
+        the paper's continuous control; its authors use 0.01 for Atari)
     :param _init_setup_model: Whether or not to build the network at the creation of the instance
     """
 
@@ -134,14 +143,13 @@ class SAC(PrioritizedReplayMixin, stable_baselines3.SAC):
         verbose: int = 0,
         seed: int | None = None,
         device: th.device | str = "auto",
-        td_error_reduction: str = "mean",
+        td_error_reduction: str | None = None,
         per_mode: str = "per",
         pal_alpha: float = 0.4,
+        lap_min_priority: float = 1.0,
         _init_setup_model: bool = True,
     ):
-        self.td_error_reduction = check_td_error_reduction(td_error_reduction)
-        self.per_mode = check_per_mode(per_mode, pal_alpha)
-        self.pal_alpha = float(pal_alpha)
+        self._init_replay_options(per_mode, td_error_reduction, pal_alpha, lap_min_priority)
         super().__init__(
             policy,
             env,
@@ -173,10 +181,13 @@ class SAC(PrioritizedReplayMixin, stable_baselines3.SAC):
             _init_setup_model=_init_setup_model,
         )
 
-    def _train_per(self, buffer: ReplayBuffer, gradient_steps: int, batch_size: int) -> None:
+    def _train_per(
+        self, buffer: ReplayBuffer, gradient_steps: int, batch_size: int, record: TrainingCallRecord
+    ) -> None:
         """
-        SB3's ``SAC.train`` (as of stable-baselines3 2.9), with the three changes marked ``PER:``: the critic
-        loss is IS-weighted, the priorities are written back after the critic step, and PER stats are logged.
+        SB3's ``SAC.train`` (as of stable-baselines3 2.9), its gradient step split into ``_entropy_step``,
+        ``_critic_step`` and ``_actor_step``, run on each update of ``_replay_updates`` (one batch for all three
+        unless ``per_mode`` says otherwise), with the priority write-back after each critic step (``PER:``).
         """
         # Switch to train mode (this affects batch norm / dropout)
         self.policy.set_training_mode(True)
@@ -184,82 +195,35 @@ class SAC(PrioritizedReplayMixin, stable_baselines3.SAC):
         optimizers = [self.actor.optimizer, self.critic.optimizer]
         if self.ent_coef_optimizer is not None:
             optimizers += [self.ent_coef_optimizer]
+
+        # Update learning rate according to lr schedule
         self._update_learning_rate(optimizers)
 
         ent_coef_losses, ent_coefs = [], []
         actor_losses, critic_losses = [], []
 
         for gradient_step in range(gradient_steps):
-            replay_data = buffer.sample(batch_size, env=self._vec_normalize_env)
-            # For n-step replay, discount factor is gamma**n_steps (when no early termination)
-            discounts = replay_data.discounts if replay_data.discounts is not None else self.gamma
+            for update in self._replay_updates(buffer, batch_size, record):
+                # We need to sample because `log_std` may have changed between two gradient steps
+                if self.use_sde:
+                    self.actor.reset_noise()
 
-            # We need to sample because `log_std` may have changed between two gradient steps
-            if self.use_sde:
-                self.actor.reset_noise()
+                policy_sample = self._entropy_step(update.actor_batch)
+                if policy_sample.ent_coef_loss is not None:
+                    ent_coef_losses.append(policy_sample.ent_coef_loss.item())
+                ent_coefs.append(policy_sample.ent_coef.item())
 
-            # Action by the current actor for the sampled state
-            actions_pi, log_prob = self.actor.action_log_prob(replay_data.observations)
-            log_prob = log_prob.reshape(-1, 1)
+                critic_loss, td_errors = self._critic_step(update.critic_batch, update.critic_loss, policy_sample)
+                critic_losses.append(critic_loss.item())
+                self._after_critic_step(buffer, update.critic_batch, td_errors, record)  # PER
 
-            ent_coef_loss = None
-            if self.ent_coef_optimizer is not None and self.log_ent_coef is not None:
-                # Detached, so that other losses do not change it (softlearning issue #60)
-                ent_coef = th.exp(self.log_ent_coef.detach())
-                assert isinstance(self.target_entropy, float)
-                ent_coef_loss = -(self.log_ent_coef * (log_prob + self.target_entropy).detach()).mean()
-                ent_coef_losses.append(ent_coef_loss.item())
-            else:
-                ent_coef = self.ent_coef_tensor
-            ent_coefs.append(ent_coef.item())
-
-            # Optimize entropy coefficient, also called entropy temperature or alpha in the paper
-            if ent_coef_loss is not None and self.ent_coef_optimizer is not None:
-                self.ent_coef_optimizer.zero_grad()
-                ent_coef_loss.backward()
-                self.ent_coef_optimizer.step()
-
-            with th.no_grad():
-                # Select action according to policy
-                next_actions, next_log_prob = self.actor.action_log_prob(replay_data.next_observations)
-                # Compute the next Q values: min over all critics targets
-                next_q_values = th.cat(self.critic_target(replay_data.next_observations, next_actions), dim=1)
-                next_q_values, _ = th.min(next_q_values, dim=1, keepdim=True)
-                # add entropy term
-                next_q_values = next_q_values - ent_coef * next_log_prob.reshape(-1, 1)
-                # td error + entropy term
-                target_q_values = replay_data.rewards + (1 - replay_data.dones) * discounts * next_q_values
-
-            # Get current Q-values estimates for each critic network using action from the replay buffer
-            current_q_values = self.critic(replay_data.observations, replay_data.actions)
-
-            # PER: importance-sampling weighted critic loss (or LAP's, or PAL's)
-            critic_loss = self._replay_loss(replay_data, current_q_values, target_q_values)
-            critic_losses.append(critic_loss.item())
-
-            # Optimize the critic
-            self.critic.optimizer.zero_grad()
-            critic_loss.backward()
-            self.critic.optimizer.step()
-
-            # PER: new priorities from this forward pass's TD errors
-            self._after_critic_step(replay_data, current_q_values, target_q_values)
-
-            # Compute actor loss: min over all critic networks
-            q_values_pi = th.cat(self.critic(replay_data.observations, actions_pi), dim=1)
-            min_qf_pi, _ = th.min(q_values_pi, dim=1, keepdim=True)
-            actor_loss = (ent_coef * log_prob - min_qf_pi).mean()
-            actor_losses.append(actor_loss.item())
-
-            # Optimize the actor
-            self.actor.optimizer.zero_grad()
-            actor_loss.backward()
-            self.actor.optimizer.step()
+                actor_loss = self._actor_step(update.actor_batch, policy_sample)
+                actor_losses.append(actor_loss.item())
 
             # Update target networks
             if gradient_step % self.target_update_interval == 0:
                 polyak_update(self.critic.parameters(), self.critic_target.parameters(), self.tau)
-                # Copy running stats, see SB3 issue #996
+                # Copy running stats, see GH issue #996
                 polyak_update(self.batch_norm_stats, self.batch_norm_stats_target, 1.0)
 
         self._n_updates += gradient_steps
@@ -270,4 +234,94 @@ class SAC(PrioritizedReplayMixin, stable_baselines3.SAC):
         self.logger.record("train/critic_loss", np.mean(critic_losses))
         if len(ent_coef_losses) > 0:
             self.logger.record("train/ent_coef_loss", np.mean(ent_coef_losses))
-        self._record_per_stats()  # PER
+
+    def _entropy_step(self, replay_data: Any) -> PolicySample:
+        """
+        SB3's actor sampling and entropy-coefficient step, on the actor's batch.
+
+        :param replay_data: the actor's batch
+        :return: the actions and log-probabilities for the actor step, and the entropy coefficient
+        """
+        # Action by the current actor for the sampled state
+        actions_pi, log_prob = self.actor.action_log_prob(replay_data.observations)
+        log_prob = log_prob.reshape(-1, 1)
+
+        ent_coef_loss = None
+        if self.ent_coef_optimizer is not None and self.log_ent_coef is not None:
+            # Important: detach the variable from the graph
+            # so we don't change it with other losses
+            # see https://github.com/rail-berkeley/softlearning/issues/60
+            ent_coef = th.exp(self.log_ent_coef.detach())
+            assert isinstance(self.target_entropy, float)
+            ent_coef_loss = -(self.log_ent_coef * (log_prob + self.target_entropy).detach()).mean()
+        else:
+            ent_coef = self.ent_coef_tensor
+
+        # Optimize entropy coefficient, also called
+        # entropy temperature or alpha in the paper
+        if ent_coef_loss is not None and self.ent_coef_optimizer is not None:
+            self.ent_coef_optimizer.zero_grad()
+            ent_coef_loss.backward()
+            self.ent_coef_optimizer.step()
+        return PolicySample(actions_pi, log_prob, ent_coef, ent_coef_loss)
+
+    def _critic_step(
+        self, replay_data: Any, critic_loss_of: CriticLoss, policy_sample: PolicySample
+    ) -> tuple[th.Tensor, th.Tensor]:
+        """
+        SB3's critic step, on the critic's batch, with the loss ``per_mode`` gives it.
+
+        :param replay_data: the critic's batch
+        :param critic_loss_of: its loss, from the critics' Q-values and the TD targets
+        :param policy_sample: the entropy step's output (its entropy coefficient enters the targets)
+        :return: the critic loss, and the batch's absolute TD errors (shape (batch_size,), combined over the
+            critics as ``td_error_reduction`` says) from the same forward pass
+        """
+        ent_coef = policy_sample.ent_coef
+        # For n-step replay, discount factor is gamma**n_steps (when no early termination)
+        discounts = replay_data.discounts if replay_data.discounts is not None else self.gamma
+
+        with th.no_grad():
+            # Select action according to policy
+            next_actions, next_log_prob = self.actor.action_log_prob(replay_data.next_observations)
+            # Compute the next Q values: min over all critics targets
+            next_q_values = th.cat(self.critic_target(replay_data.next_observations, next_actions), dim=1)
+            next_q_values, _ = th.min(next_q_values, dim=1, keepdim=True)
+            # add entropy term
+            next_q_values = next_q_values - ent_coef * next_log_prob.reshape(-1, 1)
+            # td error + entropy term
+            target_q_values = replay_data.rewards + (1 - replay_data.dones) * discounts * next_q_values
+
+        # Get current Q-values estimates for each critic network
+        # using action from the replay buffer
+        current_q_values = self.critic(replay_data.observations, replay_data.actions)
+
+        # Compute critic loss (PER: as per_mode says)
+        critic_loss = critic_loss_of(current_q_values, target_q_values)
+
+        # Optimize the critic
+        self.critic.optimizer.zero_grad()
+        critic_loss.backward()
+        self.critic.optimizer.step()
+        return critic_loss, td_errors_for_priorities(current_q_values, target_q_values, self.td_error_reduction)
+
+    def _actor_step(self, replay_data: Any, policy_sample: PolicySample) -> th.Tensor:
+        """
+        SB3's actor step, on the actor's batch (the one the entropy step sampled actions for).
+
+        :param replay_data: the actor's batch
+        :param policy_sample: the entropy step's output
+        :return: the actor loss
+        """
+        # Compute actor loss
+        # Alternative: actor_loss = th.mean(log_prob - qf1_pi)
+        # Min over all critic networks
+        q_values_pi = th.cat(self.critic(replay_data.observations, policy_sample.actions_pi), dim=1)
+        min_qf_pi, _ = th.min(q_values_pi, dim=1, keepdim=True)
+        actor_loss = (policy_sample.ent_coef * policy_sample.log_prob - min_qf_pi).mean()
+
+        # Optimize the actor
+        self.actor.optimizer.zero_grad()
+        actor_loss.backward()
+        self.actor.optimizer.step()
+        return actor_loss

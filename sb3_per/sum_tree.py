@@ -25,16 +25,22 @@ import numpy as np
 
 
 @numba.njit(cache=True, nogil=True)
-def _set_leaves_and_refresh(sums: np.ndarray, mins: np.ndarray, tree_size: int, leaves: np.ndarray, values: np.ndarray):
+def _set_leaves_and_refresh(
+    sums: np.ndarray, mins: np.ndarray, tree_size: int, leaves: np.ndarray, values: np.ndarray
+) -> np.ndarray:
     """
     Write ``values`` into ``leaves`` (in order, so the last write of a duplicate wins), then recompute
     every ancestor from its two children, one level at a time for the whole batch.
+
+    :return: the value each write replaced (for a repeated leaf, what the previous write left)
     """
     batch = leaves.shape[0]
     nodes = np.empty(batch, dtype=np.int64)
+    previous = np.empty(batch, dtype=np.float64)
     for n in range(batch):
         node = leaves[n] + tree_size
         value = values[n]
+        previous[n] = sums[node]
         sums[node] = value
         mins[node] = value if value > 0.0 else np.inf
         nodes[n] = node >> 1
@@ -46,6 +52,7 @@ def _set_leaves_and_refresh(sums: np.ndarray, mins: np.ndarray, tree_size: int, 
             sums[node] = sums[left] + sums[left + 1]
             mins[node] = min(mins[left], mins[left + 1])
             nodes[n] = node >> 1
+    return previous
 
 
 @numba.njit(cache=True, nogil=True)
@@ -90,8 +97,7 @@ class SumTree:
         while tree_size < self.capacity:
             tree_size *= 2
         self.tree_size = tree_size
-        # Column 0: sums, column 1: minimum non-zero leaf below (inf if none). Side by side, so that a
-        # node's sum and min share a cache line: `update` then finds in cache what `find` touched.
+        # Node sums, and the minimum non-zero leaf below each node (inf if none), in two arrays indexed alike.
         self._sums = np.zeros(2 * tree_size, dtype=np.float64)
         self._mins = np.full(2 * tree_size, np.inf, dtype=np.float64)
 
@@ -109,7 +115,7 @@ class SumTree:
         """Priorities of the given leaves."""
         return self._sums[self.tree_size + np.asarray(leaf_indices, dtype=np.int64)]
 
-    def update(self, leaf_indices: np.ndarray, priorities: np.ndarray, validate: bool = True) -> None:
+    def update(self, leaf_indices: np.ndarray, priorities: np.ndarray, validate: bool = True) -> np.ndarray:
         """
         Set the priority of each leaf in ``leaf_indices``.
 
@@ -120,25 +126,36 @@ class SumTree:
         :param priorities: 1-D array of finite, non-negative priorities, one per index
         :param validate: check the input first; ``False`` is for callers that have already checked
             it (an invalid index then corrupts memory), to spare the cost on the hot path
+        :return: the priority each write replaced, in order (for a leaf repeated in the batch, what its
+            previous write left), so that callers can keep sums over groups of leaves in step
         """
         values = np.ascontiguousarray(priorities, dtype=np.float64).reshape(-1)
         if not validate:
             leaves = np.ascontiguousarray(leaf_indices, dtype=np.int64).reshape(-1)
-            _set_leaves_and_refresh(self._sums, self._mins, self.tree_size, leaves, values)
-            return
+            return _set_leaves_and_refresh(self._sums, self._mins, self.tree_size, leaves, values)
         leaves = self._checked_leaf_indices(leaf_indices)
         if values.shape[0] != leaves.shape[0]:
             raise ValueError(
                 f"priorities has {values.shape[0]} values but leaf_indices has {leaves.shape[0]}: they must match"
             )
         if values.shape[0] == 0:
-            return
+            return np.empty(0, dtype=np.float64)
         if not np.isfinite(values).all():
             bad = values[~np.isfinite(values)][0]
             raise ValueError(f"priorities must be finite, got {bad}")
         if values.min() < 0.0:
             raise ValueError(f"priorities must be non-negative, got {values.min()}")
-        _set_leaves_and_refresh(self._sums, self._mins, self.tree_size, leaves, values)
+        return _set_leaves_and_refresh(self._sums, self._mins, self.tree_size, leaves, values)
+
+    def scale(self, factor: float) -> None:
+        """
+        Multiply every priority by ``factor`` (> 0), in O(capacity). With a power of two, and no value
+        leaving float64's normal range, every node still equals the sum of its children bit for bit.
+        """
+        if not (np.isfinite(factor) and factor > 0.0):
+            raise ValueError(f"factor must be a finite number > 0, got {factor!r}")
+        self._sums *= factor
+        self._mins *= factor
 
     def find(self, prefix_sums: np.ndarray) -> np.ndarray:
         """

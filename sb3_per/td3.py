@@ -13,10 +13,116 @@ from stable_baselines3.common.type_aliases import GymEnv, Schedule
 from stable_baselines3.common.utils import polyak_update
 from stable_baselines3.td3.policies import TD3Policy
 
-from sb3_per.per_algorithm import PrioritizedReplayMixin, check_per_mode, check_td_error_reduction
+from sb3_per.per_algorithm import CriticLoss, PrioritizedReplayMixin, TrainingCallRecord, td_errors_for_priorities
 
 
-class TD3(PrioritizedReplayMixin, stable_baselines3.TD3):
+class TD3TrainingSteps(PrioritizedReplayMixin):
+    """
+    SB3's ``TD3.train`` split into a critic step and an actor step that take their batch as an argument, for
+    ``sb3_per.TD3`` and ``sb3_per.DDPG`` (SB3's DDPG trains with ``TD3.train``).
+    """
+
+    critic_loss_scale = 1.0  # SB3's TD3 loss is the plain sum over critics of their MSEs
+
+    # Set by SB3's TD3
+    policy_delay: int
+    target_policy_noise: float
+    target_noise_clip: float
+    _n_updates: int
+
+    def _train_per(
+        self, buffer: ReplayBuffer, gradient_steps: int, batch_size: int, record: TrainingCallRecord
+    ) -> None:
+        """
+        SB3's ``TD3.train`` (as of stable-baselines3 2.9), its gradient step split into ``_critic_step`` and the
+        delayed ``_actor_step``, run on each update of ``_replay_updates`` (one batch for both unless ``per_mode``
+        says otherwise), with the priority write-back after each critic step (``PER:``; every step, not only
+        every ``policy_delay``).
+        """
+        # Switch to train mode (this affects batch norm / dropout)
+        self.policy.set_training_mode(True)
+
+        # Update learning rate according to lr schedule
+        self._update_learning_rate([self.actor.optimizer, self.critic.optimizer])
+
+        actor_losses, critic_losses = [], []
+        for _ in range(gradient_steps):
+            self._n_updates += 1
+            # Delayed policy updates
+            delayed_update = self._n_updates % self.policy_delay == 0
+            for update in self._replay_updates(buffer, batch_size, record, train_actor=delayed_update):
+                critic_loss, td_errors = self._critic_step(update.critic_batch, update.critic_loss)
+                critic_losses.append(critic_loss.item())
+                self._after_critic_step(buffer, update.critic_batch, td_errors, record)  # PER
+
+                if delayed_update:
+                    actor_losses.append(self._actor_step(update.actor_batch).item())
+
+            if delayed_update:
+                polyak_update(self.critic.parameters(), self.critic_target.parameters(), self.tau)
+                polyak_update(self.actor.parameters(), self.actor_target.parameters(), self.tau)
+                # Copy running stats, see GH issue #996
+                polyak_update(self.critic_batch_norm_stats, self.critic_batch_norm_stats_target, 1.0)
+                polyak_update(self.actor_batch_norm_stats, self.actor_batch_norm_stats_target, 1.0)
+
+        self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
+        if len(actor_losses) > 0:
+            self.logger.record("train/actor_loss", np.mean(actor_losses))
+        self.logger.record("train/critic_loss", np.mean(critic_losses))
+
+    def _critic_step(self, replay_data: Any, critic_loss_of: CriticLoss) -> tuple[th.Tensor, th.Tensor]:
+        """
+        SB3's critic step, on the critic's batch, with the loss ``per_mode`` gives it.
+
+        :param replay_data: the critic's batch
+        :param critic_loss_of: its loss, from the critics' Q-values and the TD targets
+        :return: the critic loss, and the batch's absolute TD errors (shape (batch_size,), combined over the
+            critics as ``td_error_reduction`` says) from the same forward pass
+        """
+        # For n-step replay, discount factor is gamma**n_steps (when no early termination)
+        discounts = replay_data.discounts if replay_data.discounts is not None else self.gamma
+
+        with th.no_grad():
+            # Select action according to policy and add clipped noise
+            noise = replay_data.actions.clone().data.normal_(0, self.target_policy_noise)
+            noise = noise.clamp(-self.target_noise_clip, self.target_noise_clip)
+            next_actions = (self.actor_target(replay_data.next_observations) + noise).clamp(-1, 1)
+
+            # Compute the next Q-values: min over all critics targets
+            next_q_values = th.cat(self.critic_target(replay_data.next_observations, next_actions), dim=1)
+            next_q_values, _ = th.min(next_q_values, dim=1, keepdim=True)
+            target_q_values = replay_data.rewards + (1 - replay_data.dones) * discounts * next_q_values
+
+        # Get current Q-values estimates for each critic network
+        current_q_values = self.critic(replay_data.observations, replay_data.actions)
+
+        # Compute critic loss (PER: as per_mode says)
+        critic_loss = critic_loss_of(current_q_values, target_q_values)
+
+        # Optimize the critics
+        self.critic.optimizer.zero_grad()
+        critic_loss.backward()
+        self.critic.optimizer.step()
+        return critic_loss, td_errors_for_priorities(current_q_values, target_q_values, self.td_error_reduction)
+
+    def _actor_step(self, replay_data: Any) -> th.Tensor:
+        """
+        SB3's (delayed) actor step, on the actor's batch.
+
+        :param replay_data: the actor's batch
+        :return: the actor loss
+        """
+        # Compute actor loss
+        actor_loss = -self.critic.q1_forward(replay_data.observations, self.actor(replay_data.observations)).mean()
+
+        # Optimize the actor
+        self.actor.optimizer.zero_grad()
+        actor_loss.backward()
+        self.actor.optimizer.step()
+        return actor_loss
+
+
+class TD3(TD3TrainingSteps, stable_baselines3.TD3):
     """
     Twin Delayed DDPG (TD3) that makes use of a ``PrioritizedReplayBuffer``: a drop-in subclass of
     ``stable_baselines3.TD3``.
@@ -41,15 +147,16 @@ class TD3(PrioritizedReplayMixin, stable_baselines3.TD3):
     prioritized replay, with its options ``alpha``, ``beta_start``, ... in ``replay_buffer_kwargs``), plus:
 
     :param td_error_reduction: How the twin critics' TD errors become one priority signal per transition:
-        ``"mean"`` (default) of ``|Q_i - y|`` over the critics, or ``"max"`` of ``|Q_i - y|`` (as LAP,
-        Fujimoto et al. 2020, does). Used with a prioritized buffer, and by PAL.
+        ``"mean"`` of ``|Q_i - y|`` over the critics, or ``"max"`` of ``|Q_i - y|`` (as LAP, Fujimoto et al.
+        2020, does). ``None`` (default): the max for ``per_mode="lap"`` and ``"pal"``, the mean for ``"per"``.
+        Used with a prioritized buffer, and by PAL.
     :param per_mode: What the critic loss and the priorities are: ``"per"`` (default, the IS-weighted loss
         above), ``"lap"`` (LAP, with a proportional ``PrioritizedReplayBuffer``) or ``"pal"`` (PAL, with
         uniform replay); Fujimoto, Meger & Precup 2020. Formulas in ``PrioritizedReplayMixin``.
     :param pal_alpha: PAL's exponent (``per_mode="pal"`` only)
+    :param lap_min_priority: LAP's minimum priority and Huber threshold, also PAL's threshold (default 1, as in
+        the paper's continuous control)
     """
-
-    critic_loss_scale = 1.0  # SB3's TD3 loss is the plain sum over critics of their MSEs
 
     def __init__(
         self,
@@ -77,14 +184,13 @@ class TD3(PrioritizedReplayMixin, stable_baselines3.TD3):
         verbose: int = 0,
         seed: int | None = None,
         device: th.device | str = "auto",
-        td_error_reduction: str = "mean",
+        td_error_reduction: str | None = None,
         per_mode: str = "per",
         pal_alpha: float = 0.4,
+        lap_min_priority: float = 1.0,
         _init_setup_model: bool = True,
     ):
-        self.td_error_reduction = check_td_error_reduction(td_error_reduction)
-        self.per_mode = check_per_mode(per_mode, pal_alpha)
-        self.pal_alpha = float(pal_alpha)
+        self._init_replay_options(per_mode, td_error_reduction, pal_alpha, lap_min_priority)
         super().__init__(
             policy,
             env,
@@ -112,74 +218,3 @@ class TD3(PrioritizedReplayMixin, stable_baselines3.TD3):
             device=device,
             _init_setup_model=_init_setup_model,
         )
-
-    def _train_per(self, buffer: ReplayBuffer, gradient_steps: int, batch_size: int) -> None:
-        """
-        SB3's ``TD3.train`` (as of stable-baselines3 2.9), with the three changes marked ``PER:``: the critic
-        loss is IS-weighted, the priorities are written back after the critic step, and PER stats are logged.
-        """
-        # Switch to train mode (this affects batch norm / dropout)
-        self.policy.set_training_mode(True)
-
-        # Update learning rate according to lr schedule
-        self._update_learning_rate([self.actor.optimizer, self.critic.optimizer])
-
-        actor_losses, critic_losses = [], []
-        for _ in range(gradient_steps):
-            self._n_updates += 1
-            # Sample replay buffer
-            replay_data = buffer.sample(batch_size, env=self._vec_normalize_env)
-            # For n-step replay, discount factor is gamma**n_steps (when no early termination)
-            discounts = replay_data.discounts if replay_data.discounts is not None else self.gamma
-
-            with th.no_grad():
-                # Select action according to policy and add clipped noise
-                noise = replay_data.actions.clone().data.normal_(0, self.target_policy_noise)
-                noise = noise.clamp(-self.target_noise_clip, self.target_noise_clip)
-                next_actions = (self.actor_target(replay_data.next_observations) + noise).clamp(-1, 1)
-
-                # Compute the next Q-values: min over all critics targets
-                next_q_values = th.cat(self.critic_target(replay_data.next_observations, next_actions), dim=1)
-                next_q_values, _ = th.min(next_q_values, dim=1, keepdim=True)
-                target_q_values = replay_data.rewards + (1 - replay_data.dones) * discounts * next_q_values
-
-            # Get current Q-values estimates for each critic network
-            current_q_values = self.critic(replay_data.observations, replay_data.actions)
-
-            # PER: importance-sampling weighted critic loss (SB3's sum of MSEs when all weights are one; or LAP's,
-            # or PAL's)
-            critic_loss = self._replay_loss(replay_data, current_q_values, target_q_values)
-            critic_losses.append(critic_loss.item())
-
-            # Optimize the critics
-            self.critic.optimizer.zero_grad()
-            critic_loss.backward()
-            self.critic.optimizer.step()
-
-            # PER: new priorities from this forward pass's TD errors
-            self._after_critic_step(replay_data, current_q_values, target_q_values)
-
-            # Delayed policy updates
-            if self._n_updates % self.policy_delay == 0:
-                # Compute actor loss
-                actor_loss = -self.critic.q1_forward(
-                    replay_data.observations, self.actor(replay_data.observations)
-                ).mean()
-                actor_losses.append(actor_loss.item())
-
-                # Optimize the actor
-                self.actor.optimizer.zero_grad()
-                actor_loss.backward()
-                self.actor.optimizer.step()
-
-                polyak_update(self.critic.parameters(), self.critic_target.parameters(), self.tau)
-                polyak_update(self.actor.parameters(), self.actor_target.parameters(), self.tau)
-                # Copy running stats, see GH issue #996
-                polyak_update(self.critic_batch_norm_stats, self.critic_batch_norm_stats_target, 1.0)
-                polyak_update(self.actor_batch_norm_stats, self.actor_batch_norm_stats_target, 1.0)
-
-        self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
-        if len(actor_losses) > 0:
-            self.logger.record("train/actor_loss", np.mean(actor_losses))
-        self.logger.record("train/critic_loss", np.mean(critic_losses))
-        self._record_per_stats()  # PER

@@ -77,12 +77,13 @@ def test_one_leaf_per_transition_over_all_envs():
 def test_samples_extend_sb3_samples_field_for_field():
     n = len(ReplayBufferSamples._fields)
     assert PrioritizedReplayBufferSamples._fields[:n] == ReplayBufferSamples._fields
-    assert PrioritizedReplayBufferSamples._fields[n:] == ("weights", "indices")
+    assert PrioritizedReplayBufferSamples._fields[n:] == ("weights", "indices", "stamps")
     buffer = make_buffer()
     add_steps(buffer, 10)
     samples = buffer.sample(8)
     assert samples.weights.shape == (8, 1) and samples.weights.dtype == th.float32
     assert samples.indices.dtype == np.int64 and samples.indices.shape == (8,)
+    assert samples.stamps.dtype == np.int64 and samples.stamps.shape == (8,)
     assert samples.discounts is None
 
 
@@ -219,7 +220,14 @@ def test_beta_anneals_linearly_and_stays_at_its_end():
 
 @pytest.mark.parametrize(
     ("batch_size", "fill", "message"),
-    [(0, 5, "positive integer"), (-2, 5, "positive integer"), (2, 0, "empty"), (101, 5, "larger than the buffer")],
+    [
+        (0, 5, "positive integer"),
+        (-2, 5, "positive integer"),
+        (2, 0, "empty"),
+        (True, 5, "batch_size"),
+        (4.0, 5, "batch_size"),
+        ("8", 5, "batch_size"),
+    ],
 )
 def test_bad_sample_requests_raise(batch_size, fill, message):
     buffer = make_buffer(buffer_size=100)
@@ -270,6 +278,43 @@ def test_update_for_a_slot_overwritten_since_it_was_sampled_is_skipped():
         pass
     buffer.update_priorities(samples.indices, np.full(4, 0.5))
     assert leaf_priorities(buffer)[0] == pytest.approx((0.5 + buffer.epsilon) ** buffer.alpha)
+
+
+def test_stamps_count_the_writes_of_each_sampled_leaf():
+    buffer = make_buffer(buffer_size=8, n_envs=2)  # 4 slots of 2 envs
+    add_steps(buffer, 6)  # slots 0 and 1 written twice, 2 and 3 once
+    samples = buffer.sample(8)
+    np.testing.assert_array_equal(samples.stamps, np.where(samples.indices // 2 < 2, 2, 1))
+
+
+def test_with_stamps_an_older_batch_whose_slot_was_overwritten_and_sampled_again_is_skipped():
+    def older_batch_then_newer_batch(with_stamps: bool) -> float:
+        buffer = make_buffer(buffer_size=4)
+        add_steps(buffer, 4)
+        set_random_seed(0)
+        while 0 not in (older := buffer.sample(4)).indices:
+            pass
+        add_steps(buffer, 1, start=4)  # overwrites slot 0
+        while 0 not in (newer := buffer.sample(4)).indices:
+            pass
+        buffer.update_priorities(newer.indices, np.full(4, 2.0), newer.stamps if with_stamps else None)
+        buffer.update_priorities(older.indices, np.full(4, 9.0), older.stamps if with_stamps else None)
+        return leaf_priorities(buffer)[0]
+
+    assert older_batch_then_newer_batch(with_stamps=True) == pytest.approx((2.0 + 1e-6) ** 0.6)
+    # the documented gap of the call without stamps: the stale update lands
+    assert older_batch_then_newer_batch(with_stamps=False) == pytest.approx((9.0 + 1e-6) ** 0.6)
+
+
+@pytest.mark.parametrize(
+    ("stamps", "message"), [(np.array([1, 1]), "stamps has 2 values"), (np.array([1.0, 1.0, 1.0]), "stamps must be")]
+)
+def test_bad_stamps_raise_and_leave_priorities_unchanged(stamps, message):
+    buffer = make_buffer(buffer_size=10)
+    add_steps(buffer, 10)
+    with pytest.raises(ValueError, match=message):
+        buffer.update_priorities(np.arange(3), np.full(3, 5.0), stamps)
+    np.testing.assert_array_equal(leaf_priorities(buffer), 1.0)
 
 
 def test_update_accepts_torch_tensors_of_any_shape_that_flattens_to_the_batch():
@@ -366,15 +411,6 @@ def test_pickle_round_trip_keeps_priorities_max_and_beta_progress():
     np.testing.assert_array_equal(a.indices, b.indices)
 
 
-def test_buffers_pickled_before_rank_based_prioritization_still_sample():
-    buffer = make_buffer(buffer_size=10)
-    add_steps(buffer, 10)
-    del buffer.prioritization, buffer.ranks  # as pickled by sb3-per before prioritization="rank"
-    loaded = pickle.loads(pickle.dumps(buffer))
-    assert (loaded.prioritization, loaded.ranks) == ("proportional", None)
-    assert loaded.sample(4).weights.shape == (4, 1)
-
-
 def test_rank_based_buffer_pickles_without_what_it_can_rebuild():
     buffer = make_buffer(buffer_size=1000, prioritization="rank")
     add_steps(buffer, 1000)
@@ -444,7 +480,7 @@ def test_stock_sb3_sac_runs_end_to_end_with_the_buffer_class():
 def test_a_finite_error_whose_priority_overflows_is_rejected():
     buffer = make_buffer(buffer_size=10, alpha=2.0)
     add_steps(buffer, 10)
-    with pytest.raises(ValueError, match="finite priorities"):
+    with pytest.raises(ValueError, match="overflow"):
         buffer.update_priorities(np.array([0, 1]), np.array([1.0, 1e200]))
     np.testing.assert_array_equal(leaf_priorities(buffer), 1.0)
 
@@ -500,7 +536,8 @@ def test_n_step_samples_equal_sb3_n_step_buffer_on_the_same_data(n_envs, n_added
     env_inds = np.random.randint(0, n_envs, size=batch_inds.shape)  # noqa: NPY002
     set_random_seed(0)
     expected = theirs._get_samples(batch_inds)
-    got = ours._get_prioritized_samples(batch_inds * n_envs + env_inds, np.ones(len(batch_inds)), None)
+    leaves = batch_inds * n_envs + env_inds
+    got = ours._get_prioritized_samples(leaves, np.ones(len(batch_inds)), ours._write_count[leaves], None)
     for field in ReplayBufferSamples._fields:
         assert th.equal(getattr(got, field), getattr(expected, field)), field
     assert (got.discounts.numpy() < 0.9**3 + 1e-6).sum() > 0  # some sums were cut by an episode end

@@ -2,6 +2,8 @@
 
 import json
 import re
+import subprocess
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -20,11 +22,13 @@ from comparison.experiment import (
     summarize_episodes,
     train_run,
 )
-from comparison.report import METRIC_COLUMNS, iqm
-from comparison.runner import is_finished, plan_runs, run_dir
+from comparison.runner import PRESETS, is_finished, plan_runs, run_dir
+from comparison.schema import METRIC_COLUMNS
+from comparison.statistics import iqm
 from envs import ZScorePolicy, run_episodes
 from sb3_per import SAC, PrioritizedReplayBuffer
 
+REPO = Path(__file__).resolve().parents[1]
 TINY = [
     "--total-steps",
     "400",
@@ -50,7 +54,19 @@ def test_lockstep_evaluation_matches_playing_the_episodes_one_by_one():
     batched = episode_summaries(policy, make_eval_envs("envs:PairsTrading-v0", {}, len(seeds)), seeds)
     env = gym.make("envs:PairsTrading-v0")
     one_by_one = [run_episodes(env, policy, 1, seed=seed)[0][0] for seed in seeds]
-    assert batched == one_by_one
+    pd.testing.assert_frame_equal(pd.DataFrame(batched), pd.DataFrame(one_by_one), check_exact=True)
+
+
+def test_lockstep_evaluation_of_a_sac_policy_equals_the_sequential_one_up_to_float32_rounding():
+    # One batched forward pass of a network does not round as one row at a time does (BLAS sums in another order;
+    # actions differ in their last float32 bit), so a network's metrics agree to ~1e-9, not bit for bit.
+    config = RunConfig(net_arch=(16, 16), env_kwargs={"episode_length": 30}, eval_episodes=6)
+    env = gym.make(config.env_id, **config.env_kwargs)
+    model = make_model(config, env)
+    lockstep = episode_summaries(model, make_eval_envs(config.env_id, config.env_kwargs, 6), config.eval_seeds)
+    sequential = [run_episodes(env, model, 1, seed=seed)[0][0] for seed in config.eval_seeds]
+    pd.testing.assert_frame_equal(pd.DataFrame(lockstep), pd.DataFrame(sequential), check_exact=False, atol=1e-6)
+    assert pd.DataFrame(lockstep)["turnover"].gt(0).all()  # the policy traded: the comparison is not trivially equal
 
 
 def test_summarize_episodes_averages_the_env_summaries():
@@ -203,10 +219,13 @@ def test_quick_comparison_end_to_end_then_resumes_without_rerunning(tmp_path):
         assert float(row.group(1)) == pytest.approx(iqm(finals[finals["variant"] == variant]["mean_return"]), abs=5e-4)
 
     configs = plan_runs(RunConfig(), ["uniform", "per"], [0, 1])
-    models = {c.run_name: run_dir(tmp_path, c) / "model.zip" for c in configs}
-    written = {name: path.stat().st_mtime_ns for name, path in models.items()}
+    for config in configs:  # only the small files a clone can commit: no model, no TensorBoard events
+        names = {path.name for path in run_dir(tmp_path, config).iterdir()}
+        assert names == {"config.json", "progress.csv", "evaluations.csv"}
+    files = [run_dir(tmp_path, c) / name for c in configs for name in ("progress.csv", "evaluations.csv")]
+    written = {path: path.stat().st_mtime_ns for path in files}
     compare_main(argv)
-    assert {name: path.stat().st_mtime_ns for name, path in models.items()} == written
+    assert {path: path.stat().st_mtime_ns for path in files} == written
     assert pd.read_csv(tmp_path / "evaluations.csv").equals(evaluations)
 
 
@@ -236,12 +255,20 @@ def test_a_run_written_before_a_config_field_existed_is_still_recognised(tmp_pat
 
 
 @pytest.mark.parametrize(
-    ("argv", "message"), [(["--seeds", "0", "0"], "--seeds lists"), (["--variants", "per", "per"], "--variants lists")]
+    ("argv", "message"),
+    [
+        (["--seeds", "0", "0"], "--seeds lists"),
+        (["--variants", "per", "per"], "--variants lists"),
+        (["--seeds", "0", "1000000"], "--seeds: seed=1000000 is one of the evaluation episodes"),
+        (["--seeds", "-1"], "--seeds: seed and eval_seed must be >= 0"),
+    ],
 )
-def test_compare_cli_rejects_duplicate_runs(argv, message, capsys, tmp_path):
-    with pytest.raises(SystemExit):
+def test_compare_cli_rejects_bad_runs_with_a_usage_error(argv, message, capsys, tmp_path):
+    with pytest.raises(SystemExit) as exit_info:
         compare_main(["--quick", "--out", str(tmp_path), *argv])
-    assert message in capsys.readouterr().err
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err
+    assert message in error and "Traceback" not in error
 
 
 def tiny_config(**fields) -> RunConfig:
@@ -250,8 +277,8 @@ def tiny_config(**fields) -> RunConfig:
 
 
 def test_evaluating_more_often_does_not_change_training(tmp_path):
-    often = train_run(tiny_config(eval_freq=50), tmp_path / "often", log_formats=("csv",))
-    rarely = train_run(tiny_config(eval_freq=300), tmp_path / "rarely", log_formats=("csv",))
+    often = train_run(tiny_config(eval_freq=50), tmp_path / "often", save_model=True)
+    rarely = train_run(tiny_config(eval_freq=300), tmp_path / "rarely", save_model=True)
     assert len(often) > len(rarely)
     assert often.iloc[-1]["mean_return"] == rarely.iloc[-1]["mean_return"]
     a = SAC.load(tmp_path / "often" / "model.zip").policy.state_dict()
@@ -266,6 +293,32 @@ def test_an_interrupted_run_is_rerun_from_scratch(tmp_path):
     (directory / "config.json").write_text(config.to_json())
     (directory / "events.out.tfevents.stale").write_text("left by a killed run")
     assert not is_finished(tmp_path, config)
-    train_run(config, directory, log_formats=("csv",))
+    train_run(config, directory)
     assert is_finished(tmp_path, config)
     assert not (directory / "events.out.tfevents.stale").exists()
+
+
+def _stub_comparison(configs, out, **_):
+    out.mkdir(parents=True)
+    (out / "summary.md").write_text("stub")
+    return {"failures": {}, "out": out}
+
+
+@pytest.mark.parametrize(("flag", "committed"), [("--quick", False), (None, False), ("--full", True)])
+def test_only_the_full_presets_results_are_committed_by_default(flag, committed, tmp_path, monkeypatch):
+    monkeypatch.setattr("comparison.cli.run_comparison", _stub_comparison)
+    monkeypatch.chdir(tmp_path)  # the default --out is relative: keep the stub's files out of the repository
+    out = compare_main([flag] if flag else [])["out"]
+    assert not out.is_absolute()
+    ignored = subprocess.run(["git", "check-ignore", "-q", str(out / "runs")], cwd=REPO, check=False).returncode == 0
+    assert ignored is not committed
+
+
+def test_compare_help_gives_each_presets_net_arch(capsys):
+    with pytest.raises(SystemExit):
+        compare_main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for name, preset in PRESETS.items():
+        arch = preset.overrides.get("net_arch", RunConfig().net_arch)
+        assert f"{' '.join(map(str, arch))} for {name}" in text
+    assert PRESETS["quick"].overrides["net_arch"] != RunConfig().net_arch  # the case the help once got wrong

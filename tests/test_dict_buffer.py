@@ -40,7 +40,7 @@ def twin_buffers(n_envs: int, **kwargs) -> tuple[PrioritizedReplayBuffer, Priori
 def test_samples_extend_sb3_dict_samples_field_for_field():
     n = len(DictReplayBufferSamples._fields)
     assert PrioritizedDictReplayBufferSamples._fields[:n] == DictReplayBufferSamples._fields
-    assert PrioritizedDictReplayBufferSamples._fields[n:] == ("weights", "indices")
+    assert PrioritizedDictReplayBufferSamples._fields[n:] == ("weights", "indices", "stamps")
 
 
 @pytest.mark.parametrize("n_envs", [1, 3])
@@ -55,6 +55,7 @@ def test_dict_buffer_samples_exactly_what_the_box_buffer_samples_on_the_same_dat
         got = dct.sample(16)
         assert isinstance(got, PrioritizedDictReplayBufferSamples)
         np.testing.assert_array_equal(got.indices, expected.indices)
+        np.testing.assert_array_equal(got.stamps, expected.stamps)
         for field in ("actions", "dones", "rewards", "discounts", "weights"):
             a, b = getattr(got, field), getattr(expected, field)
             assert (a is None and b is None) or th.equal(a, b), field

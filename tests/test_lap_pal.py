@@ -91,15 +91,15 @@ def lap_model(algorithm: type, env_id: str, **kwargs: Any):
 
 @pytest.mark.parametrize(("algorithm", "env_id"), [(SAC, "Pendulum-v1"), (TD3, "Pendulum-v1"), (DQN, "CartPole-v1")])
 def test_lap_trains_with_unweighted_huber_loss_and_priorities_never_below_one(monkeypatch, algorithm, env_id):
-    model = lap_model(algorithm, env_id, **({"td_error_reduction": "max"} if algorithm is not DQN else {}))
+    model = lap_model(algorithm, env_id)
     model.learn(60)
     updates_before = model.replay_buffer.n_priority_updates
     calls = []
     real_lap_loss = per_algorithm.lap_loss
 
-    def spy(current_q_values, target_q_values):
+    def spy(current_q_values, target_q_values, min_priority):
         calls.append(len(current_q_values))
-        return real_lap_loss(current_q_values, target_q_values)
+        return real_lap_loss(current_q_values, target_q_values, min_priority)
 
     def no_is_weights(*args, **kwargs):
         raise AssertionError("LAP used the IS-weighted loss")
@@ -122,9 +122,9 @@ def test_lap_priorities_are_the_clamped_td_errors_to_the_alpha():
     recorded = []
     real = buffer.update_priorities
 
-    def spy(indices, td_errors):
+    def spy(indices, td_errors, stamps):
         recorded.append((np.asarray(indices).copy(), td_errors.detach().cpu().numpy().copy()))
-        real(indices, td_errors)
+        real(indices, td_errors, stamps)
 
     buffer.update_priorities = spy
     model.train(gradient_steps=1, batch_size=32)
@@ -143,14 +143,14 @@ def test_pal_trains_on_uniform_replay_with_the_pal_loss(monkeypatch, algorithm, 
     calls = []
     real_pal_loss = per_algorithm.pal_loss
 
-    def spy(current_q_values, target_q_values, alpha, reduction):
-        calls.append(alpha)
-        return real_pal_loss(current_q_values, target_q_values, alpha, reduction)
+    def spy(current_q_values, target_q_values, alpha, reduction, min_priority):
+        calls.append((alpha, reduction, min_priority))
+        return real_pal_loss(current_q_values, target_q_values, alpha, reduction, min_priority)
 
     monkeypatch.setattr(per_algorithm, "pal_loss", spy)
     before = [p.detach().clone() for p in model.policy.parameters()]
     model.train(gradient_steps=3, batch_size=32)
-    assert calls == [0.3] * 3
+    assert calls == [(0.3, "max", 1.0)] * 3  # the authors' max over the critics, by default
     assert any(not th.equal(b, p) for b, p in zip(before, model.policy.parameters(), strict=True))
     assert not any(key.startswith("train/per_") for key in model.logger.name_to_value)
 
@@ -181,10 +181,11 @@ def test_a_loaded_replay_buffer_must_suit_per_mode(tmp_path):
     assert lap.replay_buffer.n_transitions == 60
 
 
-def test_the_training_calls_statistics_are_not_saved_with_the_model(tmp_path):
+def test_the_training_calls_statistics_are_not_kept_on_the_model(tmp_path):
     model = SAC("MlpPolicy", "Pendulum-v1", replay_buffer_class=PrioritizedReplayBuffer, **small())
     model.learn(60)
-    assert model._per_sampled_weights  # kept for the logger during training
+    assert "train/per_weight_mean" in model.logger.name_to_value  # they reached the logger
+    assert not [name for name in vars(model) if name.startswith("_per_")]
     model.save(tmp_path / "model.zip")
     data, _, _ = load_from_zip_file(tmp_path / "model.zip")
     assert not any(key.startswith("_per_") for key in data)

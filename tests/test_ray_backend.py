@@ -78,9 +78,7 @@ def test_ray_backend_runs_the_tiny_comparison_then_resumes_without_rerunning(ray
         assert (out / name).stat().st_size > 0
     for name in RUNS:
         files = {path.name for path in (out / "runs" / name).iterdir()}
-        assert {"config.json", "progress.csv", "model.zip", "evaluations.csv"} <= files
-        assert any(file.startswith("events.out.tfevents") for file in files)
-        assert not any(file.endswith(".tmp") for file in files)
+        assert files == {"config.json", "progress.csv", "evaluations.csv"}  # the small files only, no .tmp left
         assert list(pd.read_csv(out / "runs" / name / "evaluations.csv")["step"]) == [0, 100, 200, 300]
     evaluations = pd.read_csv(out / "evaluations.csv")
     assert set(evaluations["run"]) == set(RUNS)
@@ -127,11 +125,7 @@ def test_a_run_computes_the_same_on_the_local_backend_which_never_imports_ray(ra
     pd.testing.assert_frame_equal(
         pd.read_csv(local_run / "evaluations.csv"), pd.read_csv(ray_run / "evaluations.csv"), check_exact=True
     )
-
-    def kinds(directory):  # TensorBoard files are named after the host, process and time that wrote them
-        return sorted("events.out.tfevents" if p.name.startswith("events.") else p.name for p in directory.iterdir())
-
-    assert kinds(local_run) == kinds(ray_run)
+    assert sorted(p.name for p in local_run.iterdir()) == sorted(p.name for p in ray_run.iterdir())
 
 
 def test_a_failing_run_on_ray_is_reported_with_its_error_and_the_others_finish(local_ray, tmp_path):

@@ -12,19 +12,11 @@ import pytest
 from matplotlib.image import imread
 from scipy.stats import trim_mean
 
-from comparison.report import (
-    BASELINE_COLUMNS,
-    EVALUATION_COLUMNS,
-    bootstrap_ci,
-    final_returns,
-    iqm,
-    relative_difference_ci,
-    steps_to_threshold,
-    summary_table,
-    variant_order,
-    write_report,
-    write_summary_md,
-)
+from comparison.report import write_report
+from comparison.schema import BASELINE_COLUMNS, EVALUATION_COLUMNS
+from comparison.statistics import bootstrap_ci, iqm, relative_difference_ci
+from comparison.summary import write_summary_md
+from comparison.tables import final_returns, steps_to_threshold, summary_table, variant_order
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 STEPS = (2_000, 4_000, 6_000, 8_000, 10_000)

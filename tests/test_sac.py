@@ -20,8 +20,7 @@ from torch.nn import functional as F
 
 import sb3_per.per_algorithm as per_algorithm
 from sb3_per import SAC, PrioritizedReplayBuffer
-from sb3_per.per_algorithm import PER_LOGGER_KEYS
-from sb3_per.sac import td_errors_for_priorities, weighted_critic_loss
+from sb3_per.per_algorithm import PER_LOGGER_KEYS, td_errors_for_priorities, weighted_critic_loss
 
 ENV_ID = "Pendulum-v1"
 SMALL_NET = {"net_arch": [32, 32]}

@@ -142,3 +142,21 @@ def test_find_rejects_an_all_zero_tree_and_bad_prefix_sums():
 def test_capacity_must_be_a_positive_integer(capacity):
     with pytest.raises(ValueError, match="capacity"):
         SumTree(capacity)
+
+
+def test_scaling_by_a_power_of_two_keeps_every_node_the_exact_sum_of_its_children():
+    priorities = np.random.default_rng(4).exponential(1.0, 37)
+    tree = tree_with(priorities)
+    tree.scale(2.0**-64)
+    rebuilt = tree_with(priorities * 2.0**-64)
+    np.testing.assert_array_equal(tree_state(tree)[0], tree_state(rebuilt)[0])
+    np.testing.assert_array_equal(tree_state(tree)[1], tree_state(rebuilt)[1])
+    for bad in (0.0, -2.0, np.inf, np.nan):
+        with pytest.raises(ValueError, match="factor"):
+            tree.scale(bad)
+
+
+def test_update_returns_what_each_write_replaced_in_order():
+    tree = tree_with([1.0, 2.0, 3.0])
+    previous = tree.update(np.array([2, 0, 2]), np.array([5.0, 7.0, 9.0]))
+    np.testing.assert_array_equal(previous, [3.0, 1.0, 5.0])

@@ -1,0 +1,223 @@
+"""
+The comparison's plots: learning curves and final return per regime.
+
+Plots use matplotlib's object API (:class:`matplotlib.figure.Figure` with the Agg canvas), so importing this module
+or calling its functions changes no global matplotlib state.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.ticker import EngFormatter
+
+from comparison.schema import BASELINE_COLUMNS, EVALUATION_COLUMNS, REGIME_RETURN_COLUMNS, REGIMES, check_columns
+from comparison.statistics import DEFAULT_BOOTSTRAP, FEW_SEEDS, BootstrapSettings, RngLike, bootstrap_ci
+from comparison.tables import final_returns, variant_order
+
+
+def _new_figure(width: float = 8.0, height: float = 5.0) -> Figure:
+    """A figure attached to an Agg canvas (no pyplot, no global state)."""
+    figure = Figure(figsize=(width, height), layout="constrained")
+    FigureCanvasAgg(figure)
+    return figure
+
+
+def _interval_legend(n_seeds: int, level: str, mark: str) -> str:
+    """What a variant's legend says of its interval: a CI, or with few seeds only about their range (as summary.md)."""
+    if n_seeds < FEW_SEEDS:
+        return f"mean of {n_seeds} seeds; {mark}: about their range, too few seeds for a CI"
+    return f"mean of {n_seeds} seeds, {level} CI"
+
+
+def _variant_colors(order: Sequence[str], baselines: pd.DataFrame) -> tuple[dict[str, str], dict[str, str]]:
+    """Consistent colours across plots: learning variants first in the default cycle, then baselines."""
+    variants = {variant: f"C{i}" for i, variant in enumerate(order)}
+    base = {name: f"C{(len(order) + j) % 10}" for j, name in enumerate(baselines["variant"])}
+    return variants, base
+
+
+def plot_learning_curves(
+    evals: pd.DataFrame,
+    baselines: pd.DataFrame,
+    path: str | Path,
+    *,
+    bootstrap: BootstrapSettings = DEFAULT_BOOTSTRAP,
+    rng: RngLike = 0,
+) -> Path:
+    """
+    Write :func:`learning_curves_figure` as a PNG.
+
+    :param evals: the evaluations (columns :data:`EVALUATION_COLUMNS`)
+    :param baselines: the baselines (columns :data:`BASELINE_COLUMNS`)
+    :param path: where to write the PNG
+    :param bootstrap: resamples and coverage of the bands
+    :param rng: seed or generator for the bootstrap (deterministic given a seed)
+    :return: the path written
+    """
+    path = Path(path)
+    learning_curves_figure(evals, baselines, bootstrap=bootstrap, rng=rng).savefig(path, dpi=120)
+    return path
+
+
+def learning_curves_figure(
+    evals: pd.DataFrame,
+    baselines: pd.DataFrame,
+    *,
+    bootstrap: BootstrapSettings = DEFAULT_BOOTSTRAP,
+    rng: RngLike = 0,
+) -> Figure:
+    """
+    Learning curves: mean evaluation return against env steps, per variant the mean over seeds at each evaluation
+    step with a percentile bootstrap CI band over seeds, and a dashed horizontal line per baseline.
+
+    At each step only the runs evaluated at that step count (a shorter run just stops contributing).
+
+    :param evals: the evaluations (columns :data:`EVALUATION_COLUMNS`)
+    :param baselines: the baselines (columns :data:`BASELINE_COLUMNS`)
+    :param bootstrap: resamples and coverage of the bands
+    :param rng: seed or generator for the bootstrap (deterministic given a seed)
+    :return: the figure (on an Agg canvas)
+    """
+    check_columns(evals, EVALUATION_COLUMNS, "evaluations")
+    check_columns(baselines, BASELINE_COLUMNS, "baselines")
+    generator = np.random.default_rng(rng)
+    order = variant_order(evals["variant"])
+    colors, baseline_colors = _variant_colors(order, baselines)
+    figure = _new_figure()
+    ax = figure.subplots()
+    level = bootstrap.level
+    for variant in order:
+        runs = evals.loc[evals["variant"] == variant]
+        steps, means, lows, highs = [], [], [], []
+        for step, group in runs.groupby("step", sort=True):
+            values = group["mean_return"].to_numpy(dtype=float)
+            low, high = bootstrap_ci(values, np.mean, bootstrap.n_resamples, bootstrap.confidence, generator)
+            steps.append(step)
+            means.append(values.mean())
+            lows.append(low)
+            highs.append(high)
+        color = colors[variant]
+        label = f"{variant} ({_interval_legend(runs['run'].nunique(), level, 'band')})"
+        ax.plot(steps, means, color=color, marker="o" if len(steps) <= 30 else None, markersize=3, label=label)
+        ax.fill_between(steps, lows, highs, color=color, alpha=0.2, linewidth=0)
+    for baseline in baselines.itertuples(index=False):
+        ax.axhline(
+            baseline.mean_return,
+            color=baseline_colors[baseline.variant],
+            linestyle="--",
+            linewidth=1.2,
+            label=f"{baseline.variant} baseline",
+        )
+    ax.xaxis.set_major_formatter(EngFormatter(sep=""))
+    ax.set_xlabel("Environment steps")
+    ax.set_ylabel("Mean evaluation return")
+    ax.set_title("Learning curves: " + " vs ".join(order))
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small")
+    return figure
+
+
+def plot_regime_returns(
+    evals: pd.DataFrame,
+    baselines: pd.DataFrame,
+    path: str | Path,
+    *,
+    bootstrap: BootstrapSettings = DEFAULT_BOOTSTRAP,
+    rng: RngLike = 0,
+) -> Path:
+    """
+    Write :func:`regime_returns_figure` as a PNG.
+
+    :param evals: the evaluations (columns :data:`EVALUATION_COLUMNS`)
+    :param baselines: the baselines (columns :data:`BASELINE_COLUMNS`)
+    :param path: where to write the PNG
+    :param bootstrap: resamples and coverage of the error bars
+    :param rng: seed or generator for the bootstrap (deterministic given a seed)
+    :return: the path written
+    """
+    path = Path(path)
+    regime_returns_figure(evals, baselines, bootstrap=bootstrap, rng=rng).savefig(path, dpi=120)
+    return path
+
+
+def regime_returns_figure(
+    evals: pd.DataFrame,
+    baselines: pd.DataFrame,
+    *,
+    bootstrap: BootstrapSettings = DEFAULT_BOOTSTRAP,
+    rng: RngLike = 0,
+) -> Figure:
+    """
+    Grouped bar chart of the final return per hidden regime (normal, stress, break): per learning variant the mean
+    over seeds of the final evaluation's regime return with percentile bootstrap CI error bars, and per baseline
+    its regime return (hatched, no error bar).
+
+    :param evals: the evaluations (columns :data:`EVALUATION_COLUMNS`)
+    :param baselines: the baselines (columns :data:`BASELINE_COLUMNS`)
+    :param bootstrap: resamples and coverage of the error bars
+    :param rng: seed or generator for the bootstrap (deterministic given a seed)
+    :return: the figure (on an Agg canvas)
+    """
+    check_columns(evals, EVALUATION_COLUMNS, "evaluations")
+    check_columns(baselines, BASELINE_COLUMNS, "baselines")
+    generator = np.random.default_rng(rng)
+    final = final_returns(evals)
+    order = variant_order(evals["variant"])
+    colors, baseline_colors = _variant_colors(order, baselines)
+    n_bars = len(order) + len(baselines)
+    width = 0.8 / n_bars
+    positions = np.arange(len(REGIMES), dtype=float)
+    figure = _new_figure()
+    ax = figure.subplots()
+    level = bootstrap.level
+    for k, variant in enumerate(order):
+        runs = final.loc[final["variant"] == variant]
+        means, errors = [], [[], []]
+        for column in REGIME_RETURN_COLUMNS:
+            values = runs[column].dropna().to_numpy(dtype=float)
+            if values.size == 0:
+                means.append(math.nan)
+                errors[0].append(0.0)
+                errors[1].append(0.0)
+                continue
+            mean = float(values.mean())
+            low, high = bootstrap_ci(values, np.mean, bootstrap.n_resamples, bootstrap.confidence, generator)
+            means.append(mean)
+            errors[0].append(max(mean - low, 0.0))
+            errors[1].append(max(high - mean, 0.0))
+        ax.bar(
+            positions + (k - (n_bars - 1) / 2) * width,
+            means,
+            width,
+            yerr=np.array(errors),
+            capsize=3,
+            color=colors[variant],
+            label=f"{variant} ({_interval_legend(len(runs), level, 'bars')})",
+        )
+    for j, baseline in enumerate(baselines.itertuples(index=False)):
+        k = len(order) + j
+        ax.bar(
+            positions + (k - (n_bars - 1) / 2) * width,
+            [float(getattr(baseline, column)) for column in REGIME_RETURN_COLUMNS],
+            width,
+            color=baseline_colors[baseline.variant],
+            hatch="//",
+            edgecolor="black",
+            linewidth=0.5,
+            label=f"{baseline.variant} baseline",
+        )
+    ax.axhline(0.0, color="black", linewidth=0.8)
+    ax.set_xticks(positions, list(REGIMES))
+    ax.set_xlabel("Hidden regime")
+    ax.set_ylabel("Final mean per-episode return in regime")
+    ax.set_title("Final return per regime")
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize="small")
+    return figure

@@ -1,0 +1,69 @@
+"""
+The comparison's files: their names and columns, and the checks that a table has them.
+
+One place for what the runs write (``comparison.experiment``, ``comparison.runner``) and what the report
+reads (``comparison.tables`` and the modules after it), so the two cannot drift apart.
+
+Layout of a comparison's output directory (small files only, so that ``docs/results/full`` can be committed and
+resumed from on any machine)::
+
+    runs/{variant}_s{seed}/   one run: config.json, progress.csv (SB3's logger), evaluations.csv (written last:
+                              the run is finished when it exists)
+    evaluations.csv           every run's evaluation rows, in plan order
+    baselines.csv             the fixed policies on the same evaluation episodes
+    summary.md, *.png         the report
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+#: Hidden market regimes of the pairs-trading env, in the order they are reported.
+REGIMES: tuple[str, ...] = ("normal", "stress", "break")
+#: Mean return earned in each regime, in the order of ``REGIMES``.
+REGIME_RETURN_COLUMNS: tuple[str, ...] = tuple(f"return_{regime}" for regime in REGIMES)
+#: Metric columns shared by ``evaluations.csv`` and ``baselines.csv``.
+METRIC_COLUMNS: tuple[str, ...] = (
+    "mean_return",
+    "std_return",
+    "sharpe",
+    "max_drawdown",
+    "turnover",
+    *REGIME_RETURN_COLUMNS,
+    "n_episodes",
+)
+#: Columns of ``evaluations.csv``, in order.
+EVALUATION_COLUMNS: tuple[str, ...] = ("run", "variant", "seed", "step", *METRIC_COLUMNS)
+#: Columns of ``baselines.csv``, in order.
+BASELINE_COLUMNS: tuple[str, ...] = ("variant", *METRIC_COLUMNS)
+
+RUNS_DIR = "runs"
+CONFIG_FILE = "config.json"
+PROGRESS_FILE = "progress.csv"
+MODEL_FILE = "model.zip"
+EVALUATIONS_FILE = "evaluations.csv"
+BASELINES_FILE = "baselines.csv"
+SUMMARY_FILE = "summary.md"
+LEARNING_CURVES_FILE = "learning_curves.png"
+REGIME_RETURNS_FILE = "regime_returns.png"
+
+
+def check_columns(frame: pd.DataFrame, required: Sequence[str], source: str) -> None:
+    """
+    Check that a table has the columns it should and at least one row.
+
+    :param frame: the table
+    :param required: the columns it must have
+    :param source: what to call it in the error (e.g. its file)
+    :raises ValueError: naming ``source`` and the missing columns, or saying it has no rows
+    """
+    missing = [column for column in required if column not in frame.columns]
+    if missing:
+        raise ValueError(
+            f"{source} is missing required column(s) {missing}; expected columns {list(required)}, "
+            f"found {list(frame.columns)}"
+        )
+    if frame.empty:
+        raise ValueError(f"{source} has no rows")

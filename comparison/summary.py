@@ -1,0 +1,292 @@
+"""The comparison's ``summary.md``: the summary table as Markdown, the differences to uniform, definitions."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from comparison.schema import REGIME_RETURN_COLUMNS
+from comparison.statistics import (
+    DEFAULT_BOOTSTRAP,
+    FEW_SEEDS,
+    NEAR_ZERO,
+    BootstrapSettings,
+    RelativeDifference,
+    RngLike,
+    median_ratio_ci,
+    probability_of_improvement_ci,
+    relative_difference_ci,
+)
+from comparison.tables import (
+    REFERENCE_VARIANT,
+    THRESHOLD_BASELINE,
+    baseline_threshold,
+    censored_steps_to_threshold,
+    final_returns,
+    summary_table,
+    variant_order,
+)
+
+_DASH = "—"
+
+
+def _signed(value: float, decimals: int = 3) -> str:
+    """``+0.123`` style; a dash for NaN; no ``-0.000``."""
+    if math.isnan(value):
+        return _DASH
+    if round(value, decimals) == 0:
+        value = 0.0
+    return f"{value:+.{decimals}f}"
+
+
+def _percent(value: float) -> str:
+    return _DASH if math.isnan(value) else f"{100.0 * value:+.1f}%"
+
+
+def _steps(value: float) -> str:
+    """Env steps as ``750``, ``12.5k``, ``1.25M``."""
+    if math.isnan(value):
+        return _DASH
+    if abs(value) >= 1e6:
+        text, suffix = f"{value / 1e6:.2f}", "M"
+    elif abs(value) >= 1e3:
+        text, suffix = f"{value / 1e3:.1f}", "k"
+    else:
+        text, suffix = f"{value:.1f}", ""
+    return text.rstrip("0").rstrip(".") + suffix
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _table_rows(table: pd.DataFrame, level: str, threshold_baseline: str) -> list[str]:
+    header = (
+        f"| Policy | Seeds | Final return IQM [{level} CI] | Final return mean ± std "
+        f"| Steps to {threshold_baseline} return (median, seeds reached) "
+        "| Final Sharpe (mean) | Return normal | Return stress | Return break |"
+    )
+    lines = [header, "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for row in table.itertuples(index=False):
+        regimes = [_signed(getattr(row, f"final_{column}")) for column in REGIME_RETURN_COLUMNS]
+        if row.kind == "learned":
+            n_seeds = int(row.n_seeds)
+            iqm_text = (
+                f"{_signed(row.final_return_iqm)} [{_signed(row.final_return_iqm_low)}, "
+                f"{_signed(row.final_return_iqm_high)}]"
+            )
+            std = _DASH if math.isnan(row.final_return_std) else f"{row.final_return_std:.3f}"
+            mean_text = f"{_signed(row.final_return_mean)} ± {std}"
+            if math.isnan(row.n_seeds_reached_baseline):
+                steps_text = _DASH
+            elif row.n_seeds_reached_baseline == 0:
+                steps_text = f"never (0/{n_seeds})"
+            else:
+                steps_text = f"{_steps(row.steps_to_baseline_median)} ({int(row.n_seeds_reached_baseline)}/{n_seeds})"
+            cells = [row.policy, str(n_seeds), iqm_text, mean_text, steps_text]
+        else:
+            value = _signed(row.final_return_iqm)
+            cells = [f"{row.policy} (baseline)", _DASH, value, value, _DASH]
+        cells += [_signed(row.final_sharpe_mean, 2), *regimes]
+        lines.append("| " + " | ".join(_cell(cell) for cell in cells) + " |")
+    return lines
+
+
+def _steps_ratio_line(
+    steps: pd.DataFrame, variant: str, threshold_baseline: str, bootstrap: BootstrapSettings, rng: np.random.Generator
+) -> str:
+    """The line comparing a variant's censored steps to the threshold with the reference's."""
+    reference = steps.loc[steps["variant"] == REFERENCE_VARIANT]
+    compared = steps.loc[steps["variant"] == variant]
+    medians = f"median {_steps(compared['steps'].median())} vs {_steps(reference['steps'].median())}"
+    shares = (
+        f"reached by {int(compared['reached'].sum())}/{len(compared)} vs "
+        f"{int(reference['reached'].sum())}/{len(reference)} seeds"
+    )
+    head = f"- Steps to {threshold_baseline} return, {variant} / {REFERENCE_VARIANT}: {medians} ({shares})"
+    if (reference["steps"] <= 0).any():
+        return f"{head}; ratio not reported ({REFERENCE_VARIANT} reaches it at step 0)."
+    ratio, (low, high) = median_ratio_ci(
+        reference["steps"],
+        compared["steps"],
+        n_resamples=bootstrap.n_resamples,
+        confidence=bootstrap.confidence,
+        rng=rng,
+    )
+    return f"{head}; ratio {ratio:.2f} [{low:.2f}, {high:.2f}] ({bootstrap.level} CI)."
+
+
+def _difference_line(reference: str, variant: str, diff: RelativeDifference) -> str:
+    level = f"{100 * diff.confidence:g}%"
+    absolute = (
+        f"absolute {_signed(diff.absolute)} [{_signed(diff.absolute_ci[0])}, {_signed(diff.absolute_ci[1])}] "
+        f"({level} CI)"
+    )
+    if diff.relative_defined:
+        relative = (
+            f"relative {_percent(diff.relative)} [{_percent(diff.relative_ci[0])}, {_percent(diff.relative_ci[1])}] "
+            f"({level} CI); "
+        )
+    else:
+        relative = (
+            f"relative difference not reported: |IQM({reference})| = {abs(diff.iqm_a):.2g} < {diff.near_zero:g}, "
+            "so a ratio to it is meaningless; "
+        )
+    return f"- **{variant} vs {reference}**, IQM of final return: {relative}{absolute}."
+
+
+def _few_seeds_warning(final: pd.DataFrame) -> list[str]:
+    """A warning line when some variant has fewer than ``FEW_SEEDS`` seeds, else nothing."""
+    fewest = int(final.groupby("variant")["seed"].nunique().min())
+    if fewest >= FEW_SEEDS:
+        return []
+    return [
+        "",
+        f"**Only {fewest} seed(s) per variant:** with fewer than {FEW_SEEDS} seeds these intervals are about "
+        "the range of the seeds and cover far less than their nominal level; read them as ranges, not as "
+        "confidence intervals.",
+    ]
+
+
+def write_summary_md(
+    evals: pd.DataFrame,
+    baselines: pd.DataFrame,
+    path: str | Path,
+    *,
+    command: str,
+    seeds: Sequence[int],
+    threshold_baseline: str = THRESHOLD_BASELINE,
+    bootstrap: BootstrapSettings = DEFAULT_BOOTSTRAP,
+    rng: RngLike = 0,
+    near_zero: float = NEAR_ZERO,
+) -> str:
+    """
+    Write ``summary.md``: the :func:`summary_table` as Markdown, the difference of each non-uniform variant vs
+    uniform (:func:`relative_difference_ci`), definitions, and the command and seeds that produced the data.
+
+    Returns are printed signed with 3 decimals, Sharpe ratios with 2, steps as e.g. ``12.5k``.
+
+    :param evals: the evaluations (columns :data:`EVALUATION_COLUMNS`)
+    :param baselines: the baselines (columns :data:`BASELINE_COLUMNS`)
+    :param path: where to write the Markdown file
+    :param command: the command line that produced the CSV files
+    :param seeds: the seeds given to that command (a mismatch with the seeds in ``evals`` is flagged)
+    :param threshold_baseline: the baseline whose mean return is the threshold for the steps column
+    :param bootstrap: resamples and coverage of all CIs
+    :param rng: seed or generator for the bootstrap (deterministic given a seed)
+    :param near_zero: threshold on ``|IQM(uniform)|`` below which no relative difference is reported
+    :return: the Markdown text written
+    """
+    generator = np.random.default_rng(rng)
+    table = summary_table(
+        evals,
+        baselines,
+        threshold_baseline=threshold_baseline,
+        bootstrap=bootstrap,
+        rng=generator,
+    )
+    final = final_returns(evals)
+    order = variant_order(evals["variant"])
+    level = bootstrap.level
+
+    final_steps = sorted(final["step"].unique().tolist())
+    if len(final_steps) == 1:
+        at = f"final evaluation at {_steps(final_steps[0])} env steps"
+    else:
+        at = f"final evaluations at different steps ({', '.join(_steps(s) for s in final_steps)} env steps)"
+    lines = [
+        "# SAC replay variants on the pairs env: summary",
+        "",
+        f"Each learning run's {at}; fixed baselines evaluated on the same evaluation episodes. "
+        f"CIs are {level} percentile bootstrap intervals over seeds.",
+        *_few_seeds_warning(final),
+        "",
+        *_table_rows(table, level, threshold_baseline),
+        "",
+        "## Differences vs uniform",
+        "",
+    ]
+    if REFERENCE_VARIANT not in order:
+        lines.append(f"- No {REFERENCE_VARIANT!r} variant in the evaluations: no differences computed.")
+    elif len(order) == 1:
+        lines.append(f"- Only the {REFERENCE_VARIANT!r} variant is present: no differences computed.")
+    else:
+        reference = final.loc[final["variant"] == REFERENCE_VARIANT, "mean_return"].to_numpy(dtype=float)
+        for variant in order[1:]:
+            compared = final.loc[final["variant"] == variant, "mean_return"].to_numpy(dtype=float)
+            diff = relative_difference_ci(
+                reference,
+                compared,
+                n_resamples=bootstrap.n_resamples,
+                confidence=bootstrap.confidence,
+                rng=generator,
+                near_zero=near_zero,
+            )
+            lines.append(_difference_line(REFERENCE_VARIANT, variant, diff))
+        lines += ["", f"## Over seeds, against {REFERENCE_VARIANT} (rliable)", ""]
+        for variant in order[1:]:
+            compared = final.loc[final["variant"] == variant, "mean_return"].to_numpy(dtype=float)
+            p, (low, high) = probability_of_improvement_ci(
+                compared, reference, n_resamples=bootstrap.n_resamples, confidence=bootstrap.confidence, rng=generator
+            )
+            lines.append(
+                f"- P({variant} > {REFERENCE_VARIANT}), final return: {p:.2f} [{low:.2f}, {high:.2f}] ({level} CI)."
+            )
+        threshold = baseline_threshold(baselines, threshold_baseline)
+        if threshold is not None:
+            steps = censored_steps_to_threshold(evals, threshold)
+            for variant in order[1:]:
+                lines.append(_steps_ratio_line(steps, variant, threshold_baseline, bootstrap, generator))
+
+    threshold = baseline_threshold(baselines, threshold_baseline)
+    threshold_note = (
+        f"first evaluation step whose mean return is >= the {threshold_baseline!r} baseline's mean return "
+        f"({_signed(threshold)}); median over the seeds that reached it, (seeds reached / seeds)"
+        if threshold is not None
+        else f"not computed: no {threshold_baseline!r} baseline in baselines.csv"
+    )
+    lines += [
+        "",
+        "## Definitions",
+        "",
+        "- Final return: mean evaluation return of a run's last evaluation.",
+        "- IQM: interquartile mean over seeds, the mean after dropping floor(n/4) values at each end "
+        "(`scipy.stats.trim_mean(x, 0.25)`); with 3 seeds or fewer nothing is dropped and it equals the mean.",
+        f"- CIs: percentile bootstrap over seeds, {bootstrap.n_resamples} resamples, fixed bootstrap seed; for "
+        "differences the seeds of each variant are resampled independently.",
+        f"- Relative difference: (IQM(variant) - IQM({REFERENCE_VARIANT})) / |IQM({REFERENCE_VARIANT})|; not reported "
+        f"when |IQM({REFERENCE_VARIANT})| < {near_zero:g} (only the absolute difference then).",
+        "- Std: over seeds, ddof=1. Sharpe and regime returns: mean over seeds of the final evaluation's figures "
+        "(regime return: mean per-episode return earned in that hidden regime).",
+        f"- Steps to {threshold_baseline} return: {threshold_note}.",
+        f"- P(variant > {REFERENCE_VARIANT}): probability that a seed of the variant ends with a higher final return "
+        f"than a seed of {REFERENCE_VARIANT} (Mann-Whitney U / (n m), ties half; Agarwal et al. 2021). Its CI, the IQM "
+        "CIs and the ratio CIs are stratified bootstraps as rliable's on one task: each variant's seeds resampled on "
+        "their own.",
+        f"- Steps ratio: median over all seeds of the variant's env steps to the {threshold_baseline} return over "
+        f"{REFERENCE_VARIANT}'s; a seed that never reaches it is censored at its last evaluation step (so the ratio "
+        "understates how much slower a variant whose seeds fail is); not reported when a "
+        f"{REFERENCE_VARIANT} seed reaches it at step 0.",
+        "- Baseline rows: one fixed policy each (no seeds); figures are over the evaluation episodes.",
+        "",
+        "## Provenance",
+        "",
+        "Command:",
+        "",
+        "```",
+        command,
+        "```",
+        "",
+        f"Seeds: {', '.join(str(seed) for seed in seeds)}",
+    ]
+    data_seeds = sorted(int(seed) for seed in pd.unique(evals["seed"]))
+    if sorted(int(seed) for seed in set(seeds)) != data_seeds:
+        found = ", ".join(map(str, data_seeds))
+        lines.append(f"\n**Warning:** the seeds above differ from the seeds in the evaluations ({found}).")
+    text = "\n".join(lines) + "\n"
+    Path(path).write_text(text, encoding="utf-8")
+    return text

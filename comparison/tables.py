@@ -1,0 +1,286 @@
+"""
+Per-run tables of a comparison: reading and checking its CSV files, each run's final evaluation and steps to a
+threshold, and the summary table of each variant's figures over seeds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from comparison.schema import (
+    BASELINE_COLUMNS,
+    EVALUATION_COLUMNS,
+    METRIC_COLUMNS,
+    REGIME_RETURN_COLUMNS,
+    check_columns,
+)
+from comparison.statistics import DEFAULT_BOOTSTRAP, BootstrapSettings, RngLike, bootstrap_ci, iqm
+
+#: The learning variant every other variant is compared against.
+REFERENCE_VARIANT = "uniform"
+#: The baseline whose mean return defines the "steps to threshold" figure.
+THRESHOLD_BASELINE = "zscore"
+
+
+def _coerce_columns(frame: pd.DataFrame, source: str, *, strings: Sequence[str], integers: Sequence[str]) -> None:
+    """In place: strings to ``str``, integer columns to ``int64``, other metric columns to float; errors name them."""
+    for column in strings:
+        if frame[column].isna().any():
+            raise ValueError(f"{source}: column {column!r} has empty values")
+        frame[column] = frame[column].astype(str)
+    for column in (*integers, *METRIC_COLUMNS):
+        try:
+            numeric = pd.to_numeric(frame[column], errors="raise").astype(float)
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"{source}: column {column!r} is not numeric") from exc
+        if column in integers:
+            if numeric.isna().any() or not np.all(numeric == np.round(numeric)):
+                raise ValueError(f"{source}: column {column!r} must hold integers without gaps")
+            frame[column] = numeric.astype("int64")
+        else:
+            frame[column] = numeric
+    if frame["mean_return"].isna().any():
+        raise ValueError(f"{source}: column 'mean_return' has empty values")
+
+
+def _validate_evaluations(frame: pd.DataFrame, source: str) -> pd.DataFrame:
+    frame = frame.copy()
+    check_columns(frame, EVALUATION_COLUMNS, source)
+    _coerce_columns(frame, source, strings=("run", "variant"), integers=("seed", "step"))
+    duplicated = frame.duplicated(["run", "step"])
+    if duplicated.any():
+        rows = frame.loc[duplicated, ["run", "step"]].to_records(index=False).tolist()
+        raise ValueError(f"{source}: duplicated (run, step) rows: {rows}")
+    inconsistent = frame.groupby("run")[["variant", "seed"]].nunique().max(axis=1) > 1
+    if inconsistent.any():
+        raise ValueError(
+            f"{source}: runs with more than one variant or seed: {inconsistent[inconsistent].index.tolist()}"
+        )
+    return frame
+
+
+def _validate_baselines(frame: pd.DataFrame, source: str) -> pd.DataFrame:
+    frame = frame.copy()
+    check_columns(frame, BASELINE_COLUMNS, source)
+    _coerce_columns(frame, source, strings=("variant",), integers=())
+    duplicated = frame["variant"].duplicated()
+    if duplicated.any():
+        raise ValueError(f"{source}: duplicated baseline variant(s) {frame.loc[duplicated, 'variant'].tolist()}")
+    return frame
+
+
+def _read_csv(path: Path) -> pd.DataFrame:
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file")
+    try:
+        return pd.read_csv(path)
+    except pd.errors.EmptyDataError as exc:
+        raise ValueError(f"{path} is empty (no header, no rows)") from exc
+
+
+def load_evaluations(path: str | Path) -> pd.DataFrame:
+    """
+    Read and validate ``evaluations.csv``.
+
+    :param path: the CSV file, with columns :data:`EVALUATION_COLUMNS` (extra columns are kept)
+    :return: the evaluations, with ``run``/``variant`` as str, ``seed``/``step`` as int and metrics as float
+    :raises ValueError: if the file is empty, lacks a required column, has non-numeric metrics, duplicated
+        ``(run, step)`` rows or a run with several variants or seeds (the message names the file and column)
+    """
+    path = Path(path)
+    return _validate_evaluations(_read_csv(path), str(path))
+
+
+def load_baselines(path: str | Path) -> pd.DataFrame:
+    """
+    Read and validate ``baselines.csv``.
+
+    :param path: the CSV file, with columns :data:`BASELINE_COLUMNS` (extra columns are kept)
+    :return: one row per fixed policy, ``variant`` as str and metrics as float
+    :raises ValueError: if the file is empty, lacks a required column, has non-numeric metrics or a duplicated
+        variant (the message names the file and column)
+    """
+    path = Path(path)
+    return _validate_baselines(_read_csv(path), str(path))
+
+
+def variant_order(variants: Iterable[str]) -> list[str]:
+    """
+    Distinct variants in order of first appearance, with :data:`REFERENCE_VARIANT` (``"uniform"``) first if present.
+
+    :param variants: variant names, e.g. the ``variant`` column of the evaluations
+    :return: the ordered distinct names
+    """
+    order = list(dict.fromkeys(str(variant) for variant in variants))
+    if REFERENCE_VARIANT in order:
+        order.remove(REFERENCE_VARIANT)
+        order.insert(0, REFERENCE_VARIANT)
+    return order
+
+
+def _sort_runs(frame: pd.DataFrame, order: Sequence[str]) -> pd.DataFrame:
+    """Rows sorted by variant (in ``order``), seed, run; fresh index."""
+    rank = frame["variant"].map({variant: i for i, variant in enumerate(order)})
+    return (
+        frame.assign(_rank=rank)
+        .sort_values(["_rank", "seed", "run"], kind="stable")
+        .drop(columns="_rank")
+        .reset_index(drop=True)
+    )
+
+
+def final_returns(evals: pd.DataFrame) -> pd.DataFrame:
+    """
+    The final evaluation of each run: its row with the largest ``step``.
+
+    Runs need not end at the same step (a shorter run contributes its own last evaluation).
+
+    :param evals: the evaluations (columns :data:`EVALUATION_COLUMNS`)
+    :return: one row per run, with all its columns (``run``, ``variant``, ``seed``, ``step``, metrics), sorted by
+        variant (see :func:`variant_order`) then seed
+    """
+    check_columns(evals, ("run", "variant", "seed", "step", "mean_return"), "evaluations")
+    evals = evals.reset_index(drop=True)  # idxmax returns labels: make them unique
+    last = evals.groupby("run", sort=False)["step"].idxmax()
+    return _sort_runs(evals.loc[last.to_numpy()], variant_order(evals["variant"]))
+
+
+def steps_to_threshold(evals: pd.DataFrame, threshold: float) -> pd.DataFrame:
+    """
+    For each run, the first evaluation step whose ``mean_return`` is at least ``threshold``.
+
+    :param evals: the evaluations (columns :data:`EVALUATION_COLUMNS`)
+    :param threshold: the return to reach (e.g. the z-score baseline's mean return)
+    :return: columns ``run``, ``variant``, ``seed``, ``steps_to_threshold`` (float; NaN if the run never reaches
+        the threshold), one row per run, sorted by variant then seed
+    """
+    if math.isnan(threshold):
+        raise ValueError("threshold is NaN")
+    check_columns(evals, ("run", "variant", "seed", "step", "mean_return"), "evaluations")
+    runs = evals.groupby("run", sort=False)[["variant", "seed"]].first()
+    reached = evals.loc[evals["mean_return"] >= threshold].groupby("run", sort=False)["step"].min()
+    table = runs.assign(steps_to_threshold=reached.reindex(runs.index).astype(float)).reset_index()
+    return _sort_runs(table, variant_order(evals["variant"]))
+
+
+def censored_steps_to_threshold(evals: pd.DataFrame, threshold: float) -> pd.DataFrame:
+    """
+    :func:`steps_to_threshold` with the runs that never reach ``threshold`` censored at their last evaluation
+    step (a lower bound of their true steps: a comparison of such figures understates how much slower they are).
+
+    :param evals: the evaluations (columns :data:`EVALUATION_COLUMNS`)
+    :param threshold: the return to reach
+    :return: columns ``run``, ``variant``, ``seed``, ``steps`` (float), ``reached`` (bool), sorted as
+        :func:`steps_to_threshold`
+    """
+    table = steps_to_threshold(evals, threshold)
+    last = evals.groupby("run")["step"].max()
+    reached = table["steps_to_threshold"].notna()
+    steps = table["steps_to_threshold"].where(reached, table["run"].map(last).astype(float))
+    return table[["run", "variant", "seed"]].assign(steps=steps, reached=reached)
+
+
+SUMMARY_COLUMNS: tuple[str, ...] = (
+    "policy",
+    "kind",
+    "n_seeds",
+    "final_return_iqm",
+    "final_return_iqm_low",
+    "final_return_iqm_high",
+    "final_return_mean",
+    "final_return_std",
+    "steps_to_baseline_median",
+    "n_seeds_reached_baseline",
+    "final_sharpe_mean",
+    *(f"final_{column}" for column in REGIME_RETURN_COLUMNS),
+)
+
+
+def baseline_threshold(baselines: pd.DataFrame, name: str) -> float | None:
+    """Mean return of baseline ``name``, or None if there is no such baseline."""
+    rows = baselines.loc[baselines["variant"] == name, "mean_return"]
+    return None if rows.empty else float(rows.iloc[0])
+
+
+def summary_table(
+    evals: pd.DataFrame,
+    baselines: pd.DataFrame,
+    *,
+    threshold_baseline: str = THRESHOLD_BASELINE,
+    bootstrap: BootstrapSettings = DEFAULT_BOOTSTRAP,
+    rng: RngLike = 0,
+) -> pd.DataFrame:
+    """
+    One row per learning variant, then one per baseline, with the figures of ``summary.md``.
+
+    For a learning variant (``kind == "learned"``), over its runs' final evaluations (:func:`final_returns`):
+    number of seeds, IQM of the final return with its percentile bootstrap CI over seeds, mean and std (ddof=1,
+    NaN for one seed) of the final return, median over the seeds that reached it of the env steps to first reach
+    ``threshold_baseline``'s mean return and how many seeds reached it, mean final Sharpe and mean final return per
+    regime (NaN regime values are skipped). For a baseline (``kind == "baseline"``, a single fixed policy, no seeds)
+    the return columns hold its mean return, and seed-related columns are NaN.
+
+    :param evals: the evaluations (columns :data:`EVALUATION_COLUMNS`)
+    :param baselines: the baselines (columns :data:`BASELINE_COLUMNS`)
+    :param threshold_baseline: the baseline whose mean return is the threshold for the steps column
+        (steps columns are NaN if there is no such baseline)
+    :param bootstrap: resamples and coverage of the IQM CIs
+    :param rng: seed or generator for the bootstrap (deterministic given a seed)
+    :return: columns :data:`SUMMARY_COLUMNS`
+    """
+    check_columns(evals, EVALUATION_COLUMNS, "evaluations")
+    check_columns(baselines, BASELINE_COLUMNS, "baselines")
+    generator = np.random.default_rng(rng)
+    final = final_returns(evals)
+    threshold = baseline_threshold(baselines, threshold_baseline)
+    steps = steps_to_threshold(evals, threshold) if threshold is not None else None
+    rows = []
+    for variant in variant_order(evals["variant"]):
+        runs = final.loc[final["variant"] == variant]
+        returns = runs["mean_return"].to_numpy(dtype=float)
+        low, high = bootstrap_ci(returns, iqm, bootstrap.n_resamples, bootstrap.confidence, generator)
+        if steps is not None:
+            reached = steps.loc[steps["variant"] == variant, "steps_to_threshold"].dropna()
+            median_steps = float(reached.median()) if len(reached) else math.nan
+            n_reached = float(len(reached))
+        else:
+            median_steps = n_reached = math.nan
+        rows.append(
+            {
+                "policy": variant,
+                "kind": "learned",
+                "n_seeds": float(len(runs)),
+                "final_return_iqm": iqm(returns),
+                "final_return_iqm_low": low,
+                "final_return_iqm_high": high,
+                "final_return_mean": float(returns.mean()),
+                "final_return_std": float(returns.std(ddof=1)) if returns.size > 1 else math.nan,
+                "steps_to_baseline_median": median_steps,
+                "n_seeds_reached_baseline": n_reached,
+                "final_sharpe_mean": float(runs["sharpe"].mean()),
+                **{f"final_{column}": float(runs[column].mean()) for column in REGIME_RETURN_COLUMNS},
+            }
+        )
+    for baseline in baselines.itertuples(index=False):
+        rows.append(
+            {
+                "policy": baseline.variant,
+                "kind": "baseline",
+                "n_seeds": math.nan,
+                "final_return_iqm": float(baseline.mean_return),
+                "final_return_iqm_low": math.nan,
+                "final_return_iqm_high": math.nan,
+                "final_return_mean": float(baseline.mean_return),
+                "final_return_std": math.nan,
+                "steps_to_baseline_median": math.nan,
+                "n_seeds_reached_baseline": math.nan,
+                "final_sharpe_mean": float(baseline.sharpe),
+                **{f"final_{column}": float(getattr(baseline, column)) for column in REGIME_RETURN_COLUMNS},
+            }
+        )
+    return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))

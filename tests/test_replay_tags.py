@@ -1,0 +1,211 @@
+"""Tags on stored transitions: what is stored, the per-tag shares, and a uniform buffer that samples as SB3's."""
+
+import pickle
+
+import numpy as np
+import pytest
+import torch as th
+from gymnasium import spaces
+from stable_baselines3.common.buffers import ReplayBuffer
+from stable_baselines3.common.type_aliases import ReplayBufferSamples
+from stable_baselines3.common.utils import set_random_seed
+
+from sb3_per import PrioritizedDictReplayBuffer, PrioritizedReplayBuffer, TaggedReplayBuffer, TaggedReplayBufferSamples
+from sb3_per.replay_tags import UNKNOWN_TAG, tag_of
+
+OBS_SPACE = spaces.Box(-np.inf, np.inf, (3,), np.float32)
+ACTION_SPACE = spaces.Box(-1.0, 1.0, (1,), np.float32)
+
+
+def add_tagged_steps(buffers: list, n_envs: int, n_steps: int, seed: int, key: str = "regime") -> list[np.ndarray]:
+    """Add the same random transitions to every buffer, each env's info tagged with a random regime in {-1..3}."""
+    rng = np.random.default_rng(seed)
+    tags = []
+    for _ in range(n_steps):
+        obs, next_obs = rng.standard_normal((2, n_envs, 3)).astype(np.float32)
+        action = rng.uniform(-1, 1, (n_envs, 1)).astype(np.float32)
+        reward = rng.standard_normal(n_envs).astype(np.float32)
+        done = rng.random(n_envs) < 0.1
+        step_tags = rng.integers(-1, 4, n_envs)
+        infos = [
+            {key: int(t), "TimeLimit.truncated": bool(d and rng.random() < 0.5)}
+            for t, d in zip(step_tags, done, strict=True)
+        ]
+        for buffer in buffers:
+            buffer.add(obs, next_obs, action, reward, done, infos)
+        tags.append(step_tags)
+    return tags
+
+
+def stored_tags(buffer, tags: list[np.ndarray]) -> np.ndarray:
+    """The tag of each stored leaf, from what was added (the newest write of each slot wins)."""
+    leaf_tags = np.full((buffer.buffer_size, buffer.n_envs), -99)
+    for step, step_tags in enumerate(tags):
+        leaf_tags[step % buffer.buffer_size] = step_tags
+    return leaf_tags.reshape(-1)[: buffer.size() * buffer.n_envs]
+
+
+def shares_by_count(tags: np.ndarray) -> dict[int, float]:
+    values, counts = np.unique(tags, return_counts=True)
+    return dict(zip(values.tolist(), (counts / counts.sum()).tolist(), strict=True))
+
+
+def shares_by_mass(tags: np.ndarray, mass: np.ndarray) -> dict[int, float]:
+    return {int(t): mass[tags == t].sum() / mass.sum() for t in np.unique(tags)}
+
+
+def assert_shares_equal(got: dict[int, float], expected: dict[int, float]) -> None:
+    assert set(got) == set(expected)
+    for tag, share in expected.items():
+        assert got[tag] == pytest.approx(share, rel=1e-9, abs=1e-12), tag
+    assert sum(got.values()) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    ("value", "tag"),
+    [(3, 3), (np.int64(-5), -5), (np.uint8(7), 7), (0, 0), (2.0, -1), (True, -1), (np.bool_(True), -1), ("1", -1)],
+)
+def test_only_int64_integers_are_tags_the_rest_is_unknown(value, tag):
+    assert tag_of(value) == tag
+    assert tag_of(None) == tag_of(np.array(3)) == tag_of(2**63) == UNKNOWN_TAG
+
+
+def test_a_missing_key_or_non_integer_value_stores_minus_one():
+    buffer = PrioritizedReplayBuffer(10, OBS_SPACE, ACTION_SPACE, device="cpu", n_envs=3, tag_key="regime")
+    obs = np.zeros((3, 3), dtype=np.float32)
+    infos = [{"regime": 2}, {}, {"regime": 1.5}]
+    buffer.add(obs, obs, np.zeros((3, 1)), np.zeros(3), np.zeros(3), infos)
+    np.testing.assert_array_equal(buffer.tags_at(np.arange(3)), [2, -1, -1])
+    assert buffer.tag_buffer_shares() == pytest.approx({2: 1 / 3, -1: 2 / 3})
+
+
+@pytest.mark.parametrize("prioritization", ["proportional", "rank"])
+@pytest.mark.parametrize("n_envs", [1, 3])
+def test_shares_equal_a_count_of_stored_tags_and_a_sum_over_leaves_through_wrap_around(prioritization, n_envs):
+    buffer = PrioritizedReplayBuffer(
+        23 * n_envs, OBS_SPACE, ACTION_SPACE, device="cpu", n_envs=n_envs, tag_key="regime",
+        prioritization=prioritization,
+    )  # fmt: skip
+    rng = np.random.default_rng(4)
+    tags = []
+    for round_ in range(6):  # 6 x 9 steps: partly filled, then wrapped around twice
+        tags += add_tagged_steps([buffer], n_envs, 9, seed=round_)
+        samples = buffer.sample(16)
+        buffer.update_priorities(samples.indices, rng.exponential(1.0, 16) * 10 ** rng.uniform(-3, 3, 16))
+        expected_tags = stored_tags(buffer, tags)
+        n = buffer.n_transitions
+        np.testing.assert_array_equal(buffer.tags_at(np.arange(n)), expected_tags)
+        np.testing.assert_array_equal(buffer.tags_at(samples.indices), expected_tags[samples.indices])
+        assert_shares_equal(buffer.tag_buffer_shares(), shares_by_count(expected_tags))
+        assert_shares_equal(buffer.tag_priority_shares(), shares_by_mass(expected_tags, buffer.tree[np.arange(n)]))
+
+
+def test_the_invalid_slot_of_optimize_memory_usage_holds_no_priority_mass():
+    buffer = PrioritizedReplayBuffer(
+        8, OBS_SPACE, ACTION_SPACE, device="cpu", optimize_memory_usage=True, handle_timeout_termination=False,
+        tag_key="regime",
+    )  # fmt: skip
+    tags = add_tagged_steps([buffer], 1, 13, seed=1)
+    buffer.update_priorities(np.arange(8), np.arange(8) + 1.0)
+    expected_tags = stored_tags(buffer, tags)
+    mass = buffer.tree[np.arange(8)]
+    assert mass[buffer.pos] == 0.0
+    assert_shares_equal(buffer.tag_priority_shares(), shares_by_mass(expected_tags, mass))
+
+
+def test_pickling_keeps_tags_and_sums_the_tag_priorities_afresh_from_the_leaves():
+    buffer = PrioritizedReplayBuffer(40, OBS_SPACE, ACTION_SPACE, device="cpu", n_envs=2, tag_key="regime")
+    tags = add_tagged_steps([buffer], 2, 30, seed=2)
+    buffer.update_priorities(np.arange(20), np.linspace(0.1, 5.0, 20))
+    shares = buffer.tag_priority_shares()
+    buffer._tag_priority_sums += 1e3  # drift, as if from accumulated rounding
+    restored = pickle.loads(pickle.dumps(buffer))
+    np.testing.assert_array_equal(restored.tags_at(np.arange(40)), stored_tags(buffer, tags))
+    assert restored.tag_buffer_shares() == buffer.tag_buffer_shares()
+    assert_shares_equal(restored.tag_priority_shares(), shares)
+    add_tagged_steps([restored], 2, 5, seed=3)  # and it keeps counting after the load
+    assert_shares_equal(restored.tag_buffer_shares(), shares_by_count(restored.tags_at(np.arange(40))))
+
+
+def test_reset_forgets_tags():
+    buffer = PrioritizedReplayBuffer(10, OBS_SPACE, ACTION_SPACE, device="cpu", tag_key="regime")
+    add_tagged_steps([buffer], 1, 10, seed=0)
+    buffer.reset()
+    assert buffer.tag_buffer_shares() == {} and buffer.tag_priority_shares() == {}
+    add_tagged_steps([buffer], 1, 2, seed=1)
+    assert sum(buffer.tag_buffer_shares().values()) == pytest.approx(1.0)
+
+
+def test_dict_buffer_stores_tags_too():
+    space = spaces.Dict({"state": OBS_SPACE})
+    buffer = PrioritizedDictReplayBuffer(10, space, ACTION_SPACE, device="cpu", n_envs=2, tag_key="regime")
+    obs = {"state": np.zeros((2, 3), dtype=np.float32)}
+    buffer.add(obs, obs, np.zeros((2, 1)), np.zeros(2), np.zeros(2), [{"regime": 4}, {"regime": 0}])
+    np.testing.assert_array_equal(buffer.tags_at(np.array([1, 0])), [0, 4])
+    assert buffer.tag_priority_shares() == pytest.approx({4: 0.5, 0: 0.5})
+
+
+def test_tag_queries_check_their_input():
+    untagged = PrioritizedReplayBuffer(10, OBS_SPACE, ACTION_SPACE, device="cpu")
+    assert not untagged.tagged
+    with pytest.raises(ValueError, match="tag_key=None"):
+        untagged.tag_buffer_shares()
+    with pytest.raises(ValueError, match="tag_key"):
+        PrioritizedReplayBuffer(10, OBS_SPACE, ACTION_SPACE, tag_key=3)
+    with pytest.raises(ValueError, match="tag_key"):
+        TaggedReplayBuffer(10, OBS_SPACE, ACTION_SPACE, tag_key=None)
+    buffer = PrioritizedReplayBuffer(10, OBS_SPACE, ACTION_SPACE, device="cpu", tag_key="regime")
+    add_tagged_steps([buffer], 1, 4, seed=0)
+    assert buffer.tagged
+    with pytest.raises(ValueError, match="out of range"):
+        buffer.tags_at(np.array([4]))
+    with pytest.raises(ValueError, match="integers"):
+        buffer.tags_at(np.array([0.0]))
+
+
+# --- the uniform tagged buffer ---------------------------------------------------------------------------
+
+
+def test_tagged_samples_extend_sb3_samples_field_for_field():
+    n = len(ReplayBufferSamples._fields)
+    assert TaggedReplayBufferSamples._fields[:n] == ReplayBufferSamples._fields
+    assert TaggedReplayBufferSamples._fields[n:] == ("indices",)
+    assert not hasattr(TaggedReplayBuffer, "update_priorities")
+    assert not hasattr(TaggedReplayBuffer, "tag_priority_shares")
+
+
+@pytest.mark.parametrize("optimize_memory_usage", [False, True])
+@pytest.mark.parametrize("n_envs", [1, 2])
+@pytest.mark.parametrize("n_added", [9, 31])  # partly filled, wrapped around
+def test_tagged_buffer_samples_exactly_what_sb3s_replay_buffer_samples(optimize_memory_usage, n_envs, n_added):
+    kwargs = dict(device="cpu", n_envs=n_envs, optimize_memory_usage=optimize_memory_usage)
+    if optimize_memory_usage:
+        kwargs["handle_timeout_termination"] = False
+    ours = TaggedReplayBuffer(20 * n_envs, OBS_SPACE, ACTION_SPACE, tag_key="regime", **kwargs)
+    theirs = ReplayBuffer(20 * n_envs, OBS_SPACE, ACTION_SPACE, **kwargs)
+    tags = add_tagged_steps([ours, theirs], n_envs, n_added, seed=n_added)
+    for seed in range(3):
+        set_random_seed(seed)
+        expected = theirs.sample(32)
+        after_theirs = np.random.random()  # noqa: NPY002
+        set_random_seed(seed)
+        got = ours.sample(32)
+        assert np.random.random() == after_theirs  # noqa: NPY002  (same number of draws)
+        assert isinstance(got, TaggedReplayBufferSamples)
+        for field in ReplayBufferSamples._fields:
+            a, b = getattr(got, field), getattr(expected, field)
+            assert (a is None and b is None) or th.equal(a, b), field
+        # the indices point at the sampled data
+        rows = ours.observations.reshape(-1, 3)[got.indices]
+        np.testing.assert_array_equal(rows, got.observations.numpy())
+        np.testing.assert_array_equal(ours.tags_at(got.indices), stored_tags(ours, tags)[got.indices])
+
+
+def test_tagged_buffer_pickles_and_resets_its_tags():
+    buffer = TaggedReplayBuffer(12, OBS_SPACE, ACTION_SPACE, device="cpu", n_envs=3, tag_key="regime")
+    tags = add_tagged_steps([buffer], 3, 6, seed=5)
+    restored = pickle.loads(pickle.dumps(buffer))
+    np.testing.assert_array_equal(restored.tags_at(np.arange(12)), stored_tags(buffer, tags))
+    assert_shares_equal(restored.tag_buffer_shares(), shares_by_count(stored_tags(buffer, tags)))
+    restored.reset()
+    assert restored.tag_buffer_shares() == {}

@@ -1,0 +1,65 @@
+"""Probability of improvement, ratio of medians and censored steps, against hand computations and in summary.md."""
+
+import re
+
+import numpy as np
+import pytest
+from scipy.stats import mannwhitneyu
+from test_report import synthetic_baselines, synthetic_evaluations, tiny_evaluations
+
+from comparison.statistics import median_ratio_ci, probability_of_improvement, probability_of_improvement_ci
+from comparison.summary import write_summary_md
+from comparison.tables import censored_steps_to_threshold, final_returns
+
+
+def test_probability_of_improvement_hand_computed():
+    # pairs (x, y): 3>1, 3>2, 3=3 (half), 1<2... : x = [3, 1], y = [1, 2, 3]
+    # x=3 beats 1 and 2, ties 3 -> 2.5; x=1 ties 1, loses to 2 and 3 -> 0.5; total 3 of 6 pairs
+    assert probability_of_improvement([3, 1], [1, 2, 3]) == pytest.approx(3 / 6)
+    assert probability_of_improvement([5, 6], [1, 2, 3]) == 1.0
+    assert probability_of_improvement([1, 2, 3], [5, 6]) == 0.0
+    assert probability_of_improvement([2, 2], [2]) == 0.5
+
+
+def test_probability_of_improvement_is_mann_whitney_u_over_n_m():
+    rng = np.random.default_rng(0)
+    x, y = np.round(rng.normal(size=7), 1), np.round(rng.normal(size=5), 1)  # rounded: with ties
+    assert probability_of_improvement(x, y) == pytest.approx(mannwhitneyu(x, y).statistic / (7 * 5))
+
+
+def test_probability_of_improvement_ci_brackets_it_and_is_degenerate_without_spread():
+    rng = np.random.default_rng(1)
+    x, y = rng.normal(0.5, 1, size=10), rng.normal(0, 1, size=10)
+    p, (low, high) = probability_of_improvement_ci(x, y, rng=3)
+    assert low <= p <= high and 0.0 <= low < high <= 1.0
+    assert probability_of_improvement_ci(x, y, rng=3) == (p, (low, high))
+    assert probability_of_improvement_ci([2.0, 2.0], [1.0, 1.0]) == (1.0, (1.0, 1.0))
+
+
+def test_median_ratio_hand_computed():
+    ratio, (low, high) = median_ratio_ci([10, 20, 30], [30, 60, 90], rng=0)
+    assert ratio == pytest.approx(3.0)  # 60 / 20
+    assert 1.0 <= low <= 3.0 <= high <= 9.0  # resampled apart: from 30 / 30 to 90 / 10 at the extremes
+    assert median_ratio_ci([10, 10, 10], [25, 25]) == (2.5, (2.5, 2.5))
+    with pytest.raises(ValueError, match="a_values must be > 0"):
+        median_ratio_ci([0, 10], [5, 5])
+
+
+def test_censored_steps_count_a_run_that_never_reaches_the_return_at_its_last_evaluation():
+    table = censored_steps_to_threshold(tiny_evaluations(), 1.0).set_index("run")
+    assert table.loc["uniform_s0", "steps"] == 200 and table.loc["uniform_s0", "reached"]
+    assert table.loc["per_s1", "steps"] == 200 and not table.loc["per_s1", "reached"]  # its last step: censored
+
+
+def test_summary_reports_probability_of_improvement_and_steps_ratio_of_the_data(tmp_path):
+    evals = synthetic_evaluations(np.random.default_rng(1234))
+    text = write_summary_md(evals, synthetic_baselines(), tmp_path / "s.md", command="c", seeds=[0, 1, 2])
+    final = final_returns(evals)
+    returns = {v: final.loc[final["variant"] == v, "mean_return"] for v in ("uniform", "per")}
+    expected = probability_of_improvement(returns["per"], returns["uniform"])
+    match = re.search(r"^- P\(per > uniform\), final return: (\d\.\d\d) \[", text, re.MULTILINE)
+    assert match and float(match.group(1)) == pytest.approx(expected, abs=0.005), text
+    steps = censored_steps_to_threshold(evals, 0.15)
+    medians = {v: steps.loc[steps["variant"] == v, "steps"].median() for v in ("uniform", "per")}
+    match = re.search(r"^- Steps to zscore return, per / uniform: .*; ratio (\d+\.\d\d) \[", text, re.MULTILINE)
+    assert match and float(match.group(1)) == pytest.approx(medians["per"] / medians["uniform"], abs=0.005), text
