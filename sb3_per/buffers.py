@@ -391,6 +391,28 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
         self._write_count_at_sample[leaves] = stamps
         return self._get_prioritized_samples(leaves, weights, stamps, env)
 
+    def sample_uniform(self, batch_size: int, env: VecNormalize | None = None) -> Any:
+        """
+        Sample a batch uniformly, whatever the priorities (LA3P's shared batch): every valid stored transition
+        equally likely, with replacement, from NumPy's global generator as SB3's buffers do. Priorities are
+        neither read nor changed, and the call does not count towards beta's annealing.
+
+        :param batch_size: Number of transitions to sample
+        :param env: associated VecEnv to normalize the observations/rewards when sampling
+        :return: the samples (``samples_class``), unit weights, flat indices and write stamps
+        """
+        self._check_batch_size(batch_size)
+        n_leaves = self.n_transitions
+        if self.optimize_memory_usage and self.full:
+            # The slot at `pos` lost its next observation: draw among the others, as SB3's buffer does.
+            offsets = np.random.randint(0, n_leaves - self.n_envs, size=batch_size)  # noqa: NPY002
+            leaves = (offsets + (self.pos + 1) * self.n_envs) % n_leaves
+        else:
+            leaves = np.random.randint(0, n_leaves, size=batch_size)  # noqa: NPY002
+        stamps = self._write_count[leaves]
+        self._write_count_at_sample[leaves] = stamps
+        return self._get_prioritized_samples(leaves, np.ones(batch_size), stamps, env)
+
     def _stratified_leaves(self, uniforms: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
         """
         One leaf from each of ``len(uniforms)`` equal-probability segments, each leaf's sampling

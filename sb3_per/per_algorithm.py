@@ -229,28 +229,6 @@ def concatenate_samples(first: Any, second: Any) -> Any:
     return type(first)(*(joined(a, b) for a, b in zip(first, second, strict=True)))
 
 
-def sample_uniformly(buffer: PrioritizedBufferMixin, batch_size: int, env: VecNormalize | None) -> Any:
-    """
-    LA3P's uniform batch from a prioritized buffer: every stored transition equally likely (with replacement,
-    NumPy's global generator as SB3's buffers), unit weights, and the indices and write stamps that
-    ``update_priorities`` needs. The buffer has no public uniform sampling: this uses its batch assembly.
-
-    :param buffer: a prioritized buffer holding at least one transition
-    :param batch_size: number of transitions
-    :param env: associated VecEnv to normalize the observations/rewards when sampling
-    :return: the batch, as the buffer's ``sample`` returns one
-    """
-    n_leaves = buffer.n_transitions
-    if buffer.optimize_memory_usage and buffer.full:
-        # The slot at `pos` lost its next observation: draw among the others, as SB3's buffer does.
-        offsets = np.random.randint(0, n_leaves - buffer.n_envs, size=batch_size)  # noqa: NPY002
-        leaves = (offsets + (buffer.pos + 1) * buffer.n_envs) % n_leaves
-    else:
-        leaves = np.random.randint(0, n_leaves, size=batch_size)  # noqa: NPY002
-    stamps = buffer._write_count[leaves]
-    return buffer._get_prioritized_samples(leaves, np.ones(batch_size), stamps, env)
-
-
 def la3p_matched_loss(
     current_q_values: Sequence[th.Tensor],
     target_q_values: th.Tensor,
@@ -530,7 +508,7 @@ class PrioritizedReplayMixin:
         uniform = None
         if n_uniform:
             assert isinstance(buffer, PrioritizedBufferMixin)
-            uniform = sample_uniformly(buffer, n_uniform, self._vec_normalize_env)
+            uniform = buffer.sample_uniform(n_uniform, self._vec_normalize_env)
             if record.tagged:
                 record.sampled_indices.append(uniform.indices)
         if self.la3p_budget == "paper" and uniform is not None:

@@ -571,3 +571,24 @@ def test_sb3_per_sac_trains_on_n_step_prioritized_samples():
     assert np.isin(discounts, np.float32([0.99, 0.99**2, 0.99**3])).all()
     assert (discounts == np.float32(0.99**3)).mean() > 0.5
     assert model.replay_buffer.n_priority_updates == 100
+
+
+@pytest.mark.parametrize("optimize_memory_usage", [False, True])
+def test_sample_uniform_ignores_priorities_and_skips_the_invalid_slot(optimize_memory_usage):
+    buffer = make_buffer(
+        buffer_size=10, n_envs=2, optimize_memory_usage=optimize_memory_usage, handle_timeout_termination=False
+    )
+    add_steps(buffer, 13)  # wraps: full, and with optimize_memory_usage the slot at `pos` is invalid
+    set_priorities(buffer, np.geomspace(1e-3, 1e3, buffer.n_transitions))
+    before = leaf_priorities(buffer).copy()
+    np.random.seed(0)  # noqa: NPY002
+    samples = buffer.sample_uniform(40_000)
+    valid = np.ones(buffer.n_transitions, dtype=bool)
+    if optimize_memory_usage:
+        valid[buffer.pos * buffer.n_envs : (buffer.pos + 1) * buffer.n_envs] = False
+    counts = np.bincount(samples.indices, minlength=buffer.n_transitions)
+    assert (counts[~valid] == 0).all()
+    assert stats.chisquare(counts[valid]).pvalue > 1e-3
+    assert th.equal(samples.weights, th.ones(40_000, 1))
+    assert np.array_equal(samples.stamps, buffer._write_count[samples.indices])
+    assert np.array_equal(leaf_priorities(buffer), before) and buffer.n_sample_calls == 0

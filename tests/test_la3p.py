@@ -114,7 +114,7 @@ def test_la3p_fraction_one_draws_no_uniform_batch(monkeypatch, budget):
     def no_uniform(*args, **kwargs):
         raise AssertionError("a uniform batch was drawn")
 
-    monkeypatch.setattr(per_algorithm, "sample_uniformly", no_uniform)
+    monkeypatch.setattr(model.replay_buffer, "sample_uniform", no_uniform)
     calls = []
     sample = model.replay_buffer.sample
 
@@ -135,7 +135,7 @@ def test_priorities_are_written_back_from_both_critic_batches(monkeypatch, budge
     model.learn(60)
     buffer = model.replay_buffer
     uniform_batches, prioritized_batches, updates = [], [], []
-    real_uniform, real_sample, real_update = per_algorithm.sample_uniformly, buffer.sample, buffer.update_priorities
+    real_uniform, real_sample, real_update = buffer.sample_uniform, buffer.sample, buffer.update_priorities
 
     def spy_uniform(*args):
         uniform_batches.append(real_uniform(*args))
@@ -151,7 +151,7 @@ def test_priorities_are_written_back_from_both_critic_batches(monkeypatch, budge
         updates.append((np.asarray(indices).copy(), td_errors.detach().clone()))
         real_update(indices, td_errors, stamps)
 
-    monkeypatch.setattr(per_algorithm, "sample_uniformly", spy_uniform)
+    monkeypatch.setattr(buffer, "sample_uniform", spy_uniform)
     monkeypatch.setattr(buffer, "sample", spy_sample)
     monkeypatch.setattr(buffer, "update_priorities", spy_update)
     model.train(gradient_steps=1, batch_size=BATCH)
