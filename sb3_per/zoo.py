@@ -12,16 +12,15 @@ is not defined. This launcher, before handing the command line to the zoo unchan
 - for a ``per_*`` algorithm without ``--conf-file``/``-conf``, uses the hyperparameters shipped with sb3-per,
   ``sb3_per/hyperparams/<algo>.yml`` (the zoo's default folder has none for these names).
 
-Install the zoo with ``pip install "sb3-per[zoo]"``, then::
+Install the zoo with ``pip install -e ".[zoo]"`` from a clone, then::
 
     python -m sb3_per.zoo train --algo per_sac --env PairsTrading-v0 -f logs --seed 0
-    python -m sb3_per.zoo train --algo per_dqn --env CartPole-v1 -n 20000 \\
-        --hyperparams replay_buffer_kwargs:"dict(alpha=0.6, beta_anneal_steps=9500)"
+    python -m sb3_per.zoo train --algo per_dqn --env CartPole-v1 -n 20000
     python -m sb3_per.zoo enjoy --algo per_sac --env PairsTrading-v0 -f logs --no-render -n 2520
 
 Every option of ``rl_zoo3.train`` (``python -m sb3_per.zoo train --help``) and ``rl_zoo3.enjoy`` passes through; the
-zoo's stock algorithms (``sac``, ``ppo``, ...) keep working. ``beta_anneal_steps`` in the shipped files equals the
-number of gradient steps of the file's ``n_timesteps``: when changing the run length with ``-n``, override it too.
+zoo's stock algorithms (``sac``, ``ppo``, ...) keep working. The shipped files set ``beta_anneal_steps='auto'``, so
+beta reaches ``beta_end`` at the end of the run whatever its length (``-n``).
 """
 
 from __future__ import annotations
