@@ -53,7 +53,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import product
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import numpy as np
 import pandas as pd
@@ -62,7 +62,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from stable_baselines3.common.buffers import ReplayBuffer
 
-from sb3_per import PrioritizedReplayBuffer
+from sb3_per import PrioritizedReplayBuffer, PrioritizedReplayBufferSamples
 
 #: Replay methods: SB3's uniform buffer, and ``sb3_per``'s buffer with each prioritization.
 METHODS = ("uniform", "proportional", "rank")
@@ -230,7 +230,7 @@ def updates_to_learn(
     fill_buffer(buffer, chain.exhaustive_memory(rng))
     q = rng.normal(0.0, INITIAL_Q_STD, size=(n_states, 2))
     target_q = chain.true_q()
-    prioritized = isinstance(buffer, PrioritizedReplayBuffer)
+    prioritized = buffer if isinstance(buffer, PrioritizedReplayBuffer) else None
     # the mean squared error is below MSE_THRESHOLD when the sum over the 2 n entries is below this
     squared_error_limit = MSE_THRESHOLD * q.size
     np.random.seed(seed)  # noqa: NPY002 (SB3's buffers and sb3_per's sample with NumPy's global generator)
@@ -240,8 +240,10 @@ def updates_to_learn(
         bootstrap = (1.0 - sample.dones.item()) * q[int(sample.next_observations.item())].max()
         td_error = sample.rewards.item() + chain.gamma * bootstrap - q[state, action]
         q[state, action] += STEP_SIZE * td_error
-        if prioritized:
-            buffer.update_priorities(sample.indices, np.array([td_error]))
+        if prioritized is not None:
+            # Its samples are PrioritizedReplayBufferSamples: they carry their indices.
+            indices = cast(PrioritizedReplayBufferSamples, sample).indices
+            prioritized.update_priorities(indices, np.array([td_error]))
         errors = (q - target_q).ravel()
         if errors @ errors < squared_error_limit:
             return update

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from numbers import Integral, Real
 from typing import Any, NamedTuple
 
@@ -94,12 +95,19 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
     pos: int
     full: bool
     optimize_memory_usage: bool
-    observations: np.ndarray | dict[str, np.ndarray]
-    next_observations: np.ndarray | dict[str, np.ndarray]
+    # An array in ReplayBuffer, a dict of arrays in DictReplayBuffer (which overrides its base's declaration).
+    # mypy requires a mixin's declaration to equal every later base's: only Any equals both.
+    observations: Any
+    next_observations: Any
     actions: np.ndarray
     rewards: np.ndarray
     dones: np.ndarray
     timeouts: np.ndarray
+    # SB3's buffer methods (their arguments left open: a Callable cannot say which have defaults)
+    size: Callable[[], int]
+    to_torch: Callable[..., th.Tensor]
+    _normalize_obs: Callable[..., np.ndarray | dict[str, np.ndarray]]
+    _normalize_reward: Callable[..., np.ndarray]
 
     def _init_prioritization(
         self,
@@ -188,12 +196,14 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
         self.n_priority_updates = 0
         self._warned_no_updates = False
         # Priority mass (as stored in the tree) of each tag slot, see ReplayTagsMixin
-        self._tag_priority_sums = np.zeros(len(self._tag_values))
+        self._tag_priority_sums: np.ndarray = np.zeros(len(self._tag_values))
 
     @property
     def beta(self) -> float:
         """Importance-sampling exponent the next ``sample`` call will use."""
-        if self.beta_anneal_steps == "auto":
+        if isinstance(self.beta_anneal_steps, int):
+            progress = min(1.0, self.n_sample_calls / self.beta_anneal_steps)
+        else:  # "auto"
             if self.beta_progress is None:
                 raise ValueError(
                     f"{type(self).__name__} has beta_anneal_steps='auto', so beta follows the training progress, "
@@ -201,8 +211,6 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
                     "call set_beta_progress at each training call, or give beta_anneal_steps a number of sample calls"
                 )
             progress = self.beta_progress
-        else:
-            progress = min(1.0, self.n_sample_calls / self.beta_anneal_steps)
         return self.beta_start + progress * (self.beta_end - self.beta_start)
 
     def set_beta_progress(self, progress: float) -> None:
@@ -224,7 +232,7 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
     @property
     def n_transitions(self) -> int:
         """Number of transitions stored, over all envs."""
-        return self.size() * self.n_envs  # type: ignore[attr-defined]
+        return self.size() * self.n_envs
 
     @property
     def mean_priority(self) -> float:
@@ -249,7 +257,9 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
     @property
     def _fade_exponent(self) -> float:
         """Doublings by which a priority written now is stored above its value: ``t / h - offset``."""
-        return self.n_add_calls / self.priority_half_life - self._fade_offset  # type: ignore[operator]
+        half_life = self.priority_half_life
+        assert half_life is not None, "only a buffer with priority_half_life fades"
+        return self.n_add_calls / half_life - self._fade_offset
 
     def _stored(self, priorities: np.ndarray) -> np.ndarray:
         """What the tree stores for priorities written now: themselves, or scaled up by the fading clock."""
@@ -371,25 +381,27 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
         self._check_batch_size(batch_size)
         if not isinstance(inverse, (bool, np.bool_)):
             raise ValueError(f"inverse must be a bool, got {inverse!r}")
-        if inverse and self.inverse_tree is None:
-            raise ValueError(f"sample(inverse=True) needs a {type(self).__name__} made with inverse_sampling=True")
-        beta = None if inverse else self.beta  # first, as it can raise
+        if inverse:
+            return self._sample_inverse(batch_size, env)
+        beta = self.beta  # first, as it can raise
         self._warn_if_priorities_never_updated()
         # NumPy's global generator, as SB3's buffers use, so that `set_random_seed` seeds sampling.
         uniforms = np.random.random_sample(batch_size)  # noqa: NPY002
-        if beta is None:
-            leaves = _stratified_tree_leaves(self.inverse_tree, uniforms)
-            weights = np.ones(batch_size)
-        else:
-            leaves, probabilities, smallest = self._stratified_leaves(uniforms)
-            if self.weight_normalization == "batch":
-                smallest = probabilities.min()
-            # (N P(i))^-beta / max_j (N P(j))^-beta = (P(i) / P_min)^-beta: N cancels out.
-            weights = (probabilities / smallest) ** -beta
-            self.n_sample_calls += 1
-        stamps = self._write_count[leaves]
-        self._write_count_at_sample[leaves] = stamps
-        return self._get_prioritized_samples(leaves, weights, stamps, env)
+        leaves, probabilities, smallest = self._stratified_leaves(uniforms)
+        if self.weight_normalization == "batch":
+            smallest = probabilities.min()
+        # (N P(i))^-beta / max_j (N P(j))^-beta = (P(i) / P_min)^-beta: N cancels out.
+        weights = (probabilities / smallest) ** -beta
+        self.n_sample_calls += 1
+        return self._samples_at(leaves, weights, env)
+
+    def _sample_inverse(self, batch_size: int, env: VecNormalize | None) -> Any:
+        """What ``sample(batch_size, env, inverse=True)`` returns (``batch_size`` checked): by ``1 / priority``."""
+        if self.inverse_tree is None:
+            raise ValueError(f"sample(inverse=True) needs a {type(self).__name__} made with inverse_sampling=True")
+        self._warn_if_priorities_never_updated()
+        uniforms = np.random.random_sample(batch_size)  # noqa: NPY002 (the global generator, as `sample`)
+        return self._samples_at(_stratified_tree_leaves(self.inverse_tree, uniforms), np.ones(batch_size), env)
 
     def sample_uniform(self, batch_size: int, env: VecNormalize | None = None) -> Any:
         """
@@ -409,9 +421,13 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
             leaves = (offsets + (self.pos + 1) * self.n_envs) % n_leaves
         else:
             leaves = np.random.randint(0, n_leaves, size=batch_size)  # noqa: NPY002
+        return self._samples_at(leaves, np.ones(batch_size), env)
+
+    def _samples_at(self, leaves: np.ndarray, weights: np.ndarray, env: VecNormalize | None) -> Any:
+        """The batch of the transitions at ``leaves``, with ``weights``, stamped as sampled now."""
         stamps = self._write_count[leaves]
         self._write_count_at_sample[leaves] = stamps
-        return self._get_prioritized_samples(leaves, np.ones(batch_size), stamps, env)
+        return self._get_prioritized_samples(leaves, weights, stamps, env)
 
     def _stratified_leaves(self, uniforms: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
         """
@@ -464,7 +480,7 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
                 next_observations = self._rows(self.next_observations, leaves)
             # Only use dones that are not due to timeouts (SB3 issue #284)
             dones = (self._rows(self.dones, leaves) * (1 - self._rows(self.timeouts, leaves))).reshape(-1, 1)
-            rewards = self._normalize_reward(self._rows(self.rewards, leaves).reshape(-1, 1), env)  # type: ignore[attr-defined]
+            rewards = self._normalize_reward(self._rows(self.rewards, leaves).reshape(-1, 1), env)
             discounts = None
         return self.samples_class(
             self._observations_to_torch(self._rows(self.observations, leaves), env),
@@ -479,12 +495,12 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
         )
 
     def _to_torch(self, array: np.ndarray) -> th.Tensor:
-        return self.to_torch(array, copy=False)  # type: ignore[attr-defined]
+        return self.to_torch(array, copy=False)
 
     def _observations_to_torch(
         self, observations: np.ndarray | dict[str, np.ndarray], env: VecNormalize | None
     ) -> th.Tensor | TensorDict:
-        normalized = self._normalize_obs(observations, env)  # type: ignore[attr-defined]
+        normalized = self._normalize_obs(observations, env)
         if isinstance(normalized, dict):
             return {key: self._to_torch(value) for key, value in normalized.items()}
         return self._to_torch(normalized)
@@ -507,7 +523,7 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
         try:
             steps = np.arange(self.n_steps).reshape(1, -1)
             sequence = (batch_inds[:, None] + steps) % self.buffer_size
-            rewards = self._normalize_reward(self.rewards[sequence, envs], env)  # type: ignore[attr-defined]
+            rewards = self._normalize_reward(self.rewards[sequence, envs], env)
             ended = np.logical_or(self.dones[sequence, envs], self.timeouts[sequence, envs])
             last_step = np.where(ended.any(axis=1), ended.argmax(axis=1), self.n_steps - 1)
             mask = steps <= last_step[:, None]

@@ -9,7 +9,7 @@ import torch as th
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.noise import ActionNoise
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
-from stable_baselines3.td3.policies import TD3Policy
+from stable_baselines3.td3.policies import Actor, TD3Policy
 
 from sb3_per.td3 import TD3TrainingSteps
 
@@ -43,6 +43,10 @@ class DDPG(TD3TrainingSteps, stable_baselines3.DDPG):
     :param la3p_budget: LA3P's schedule: ``"matched"`` (default; the optimizer steps of uniform replay, on batches
         of ``batch_size``) or ``"paper"`` (the authors' two critic and two actor steps on parts of the batch)
     """
+
+    # SB3's TD3 types for these, declared here for mypy's check of the mixin's declarations (see sb3_per.TD3).
+    policy: TD3Policy
+    actor: Actor
 
     def __init__(
         self,

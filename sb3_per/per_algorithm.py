@@ -8,7 +8,7 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 import torch as th
@@ -18,6 +18,7 @@ from stable_baselines3.common.vec_env import VecNormalize
 from torch.nn import functional as F
 
 from sb3_per.buffers import PrioritizedBufferMixin
+from sb3_per.replay_tags import ReplayTagsMixin
 from sb3_per.telemetry import record_replay_telemetry
 
 TD_ERROR_REDUCTIONS = ("mean", "max")
@@ -109,10 +110,12 @@ def weighted_critic_loss(
     :param scale: the factor in front of the sum over critics
     :return: the scalar loss
     """
-    return scale * sum(
+    # Python's sum, as SB3's loss: over tensors (there is always a critic) it is a tensor, not its start value 0.
+    total = sum(
         _weighted_mean(F.mse_loss(current_q, target_q_values, reduction="none"), weights)
         for current_q in current_q_values
     )
+    return scale * cast(th.Tensor, total)
 
 
 def weighted_huber_loss(
@@ -448,18 +451,22 @@ class PrioritizedReplayMixin:
         buffer = self.replay_buffer
         assert buffer is not None
         prioritized = isinstance(buffer, PrioritizedBufferMixin)
-        tagged = bool(getattr(buffer, "tagged", False))
+        tagged_buffer = buffer if isinstance(buffer, ReplayTagsMixin) and buffer.tagged else None
+        tagged = tagged_buffer is not None
         if prioritized or tagged or self.per_mode != "per":
-            if prioritized and buffer.beta_anneal_steps == "auto":
-                # beta follows the run: beta_end once learn(total_timesteps) has collected them all
-                buffer.set_beta_progress(min(1.0, max(0.0, 1.0 - self._current_progress_remaining)))
-            record = TrainingCallRecord(first_beta=buffer.beta if prioritized else None, tagged=tagged)
+            first_beta = None
+            if isinstance(buffer, PrioritizedBufferMixin):
+                if buffer.beta_anneal_steps == "auto":
+                    # beta follows the run: beta_end once learn(total_timesteps) has collected them all
+                    buffer.set_beta_progress(min(1.0, max(0.0, 1.0 - self._current_progress_remaining)))
+                first_beta = buffer.beta
+            record = TrainingCallRecord(first_beta=first_beta, tagged=tagged)
             self._train_per(buffer, gradient_steps, self.batch_size if batch_size is None else batch_size, record)
             self._record_per_stats(buffer, record)
-            if tagged:
+            if tagged_buffer is not None:
                 record_replay_telemetry(
                     self.logger,
-                    buffer,
+                    tagged_buffer,
                     record.sampled_indices,
                     record.critic_indices,
                     record.td_errors,
@@ -532,7 +539,8 @@ class PrioritizedReplayMixin:
 
     def _sample(self, buffer: ReplayBuffer, batch_size: int, record: TrainingCallRecord, **kwargs: Any) -> Any:
         """One batch of ``buffer`` (``kwargs``: the buffer's sampling options), its indices kept for telemetry."""
-        batch = buffer.sample(batch_size, env=self._vec_normalize_env, **kwargs)
+        # The buffer's own samples: with ``indices`` where it is tagged (or prioritized)
+        batch: Any = buffer.sample(batch_size, env=self._vec_normalize_env, **kwargs)
         if record.tagged:
             record.sampled_indices.append(batch.indices)
         return batch

@@ -390,7 +390,7 @@ class RankHeap:
         # position; the rebuild then repairs the order among priorities equal up to those bits (relative
         # difference < 2**-32 at capacity 1e6). The rebuild writes into a second heap array, then the two
         # swap; both scratch arrays are kept, so later sorts neither copy nor page-fault fresh memory.
-        if self._spare_heap is None:
+        if self._spare_heap is None or self._sort_keys is None:  # allocated together
             self._spare_heap = np.zeros_like(self._heap)
             self._sort_keys = np.empty(self.capacity, dtype=np.uint64)
         keys = self._sort_keys[:n]
@@ -418,7 +418,7 @@ class RankHeap:
         self.size = 0
         self._updates_since_sort = 0
 
-    def _checked_leaves(self, leaves: np.ndarray) -> np.ndarray:
+    def _checked_leaves(self, leaves: np.ndarray | int) -> np.ndarray:
         ids = np.asarray(leaves)
         if ids.size and not np.issubdtype(ids.dtype, np.integer):
             raise ValueError(f"leaves must be integers, got dtype {ids.dtype}")

@@ -25,7 +25,7 @@ _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 def tag_of(value: Any) -> int:
     """The tag stored for an ``info`` value: the value itself if it is an int64 integer, else ``UNKNOWN_TAG``."""
-    if isinstance(value, Integral) and not isinstance(value, bool) and _INT64_MIN <= value <= _INT64_MAX:
+    if isinstance(value, Integral) and not isinstance(value, bool) and _INT64_MIN <= int(value) <= _INT64_MAX:
         return int(value)
     return UNKNOWN_TAG
 
@@ -85,8 +85,10 @@ class ReplayTagsMixin:
 
         :return: the leaves written, their previous slots (-1 where none) and their new slots
         """
+        tag_key = self.tag_key
+        assert tag_key is not None, "only a tagged buffer stores tags"
         leaves = pos * self.n_envs + np.arange(self.n_envs)
-        new_slots = np.array([self._slot(tag_of(info.get(self.tag_key))) for info in infos], dtype=np.int64)
+        new_slots = np.array([self._slot(tag_of(info.get(tag_key))) for info in infos], dtype=np.int64)
         old_slots = self._tag_slot[leaves]
         self._tag_counts -= np.bincount(old_slots[old_slots >= 0], minlength=len(self._tag_counts))
         self._tag_counts += np.bincount(new_slots, minlength=len(self._tag_counts))
@@ -228,4 +230,7 @@ class TaggedReplayBuffer(ReplayTagsMixin, ReplayBuffer):
             self._normalize_reward(self.rewards[batch_inds, env_indices].reshape(-1, 1), env),
         )
         indices = batch_inds.astype(np.int64) * self.n_envs + env_indices
-        return TaggedReplayBufferSamples(*tuple(map(self.to_torch, data)), discounts=None, indices=indices)
+        observations, actions, next_observations, dones, rewards = map(self.to_torch, data)
+        return TaggedReplayBufferSamples(
+            observations, actions, next_observations, dones, rewards, discounts=None, indices=indices
+        )

@@ -20,6 +20,8 @@ faster than binary, so the simpler binary layout stays.
 
 from __future__ import annotations
 
+from typing import overload
+
 import numba
 import numpy as np
 
@@ -111,8 +113,14 @@ class SumTree:
         """Smallest non-zero leaf priority (``inf`` while every leaf is zero)."""
         return float(self._mins[1])
 
+    @overload
+    def __getitem__(self, leaf_indices: int) -> float: ...
+
+    @overload
+    def __getitem__(self, leaf_indices: np.ndarray) -> np.ndarray: ...
+
     def __getitem__(self, leaf_indices: np.ndarray | int) -> np.ndarray | float:
-        """Priorities of the given leaves."""
+        """Priorities of the given leaves: one for a leaf, an array shaped like an array of them."""
         return self._sums[self.tree_size + np.asarray(leaf_indices, dtype=np.int64)]
 
     def update(self, leaf_indices: np.ndarray, priorities: np.ndarray, validate: bool = True) -> np.ndarray:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -9,9 +10,10 @@ import stable_baselines3
 import torch as th
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.noise import ActionNoise
+from stable_baselines3.common.policies import ContinuousCritic
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
 from stable_baselines3.common.utils import polyak_update
-from stable_baselines3.td3.policies import TD3Policy
+from stable_baselines3.td3.policies import Actor, TD3Policy
 
 from sb3_per.per_algorithm import CriticLoss, PrioritizedReplayMixin, TrainingCallRecord, td_errors_for_priorities
 
@@ -24,11 +26,22 @@ class TD3TrainingSteps(PrioritizedReplayMixin):
 
     critic_loss_scale = 1.0  # SB3's TD3 loss is the plain sum over critics of their MSEs
 
-    # Set by SB3's TD3
+    # Set by SB3's TD3 (the host class)
+    policy: TD3Policy
+    actor: Actor
+    actor_target: Actor
+    critic: ContinuousCritic
+    critic_target: ContinuousCritic
+    actor_batch_norm_stats: list[th.Tensor]
+    actor_batch_norm_stats_target: list[th.Tensor]
+    critic_batch_norm_stats: list[th.Tensor]
+    critic_batch_norm_stats_target: list[th.Tensor]
+    tau: float
     policy_delay: int
     target_policy_noise: float
     target_noise_clip: float
     _n_updates: int
+    _update_learning_rate: Callable[[list[th.optim.Optimizer] | th.optim.Optimizer], None]
 
     def _train_per(
         self, buffer: ReplayBuffer, gradient_steps: int, batch_size: int, record: TrainingCallRecord
@@ -160,6 +173,12 @@ class TD3(TD3TrainingSteps, stable_baselines3.TD3):
     :param la3p_budget: LA3P's schedule: ``"matched"`` (default; the optimizer steps of uniform replay, on batches
         of ``batch_size``) or ``"paper"`` (the authors' two critic and two actor steps on parts of the batch)
     """
+
+    # SB3's TD3 narrows these two from its base classes' types (BasePolicy, th.nn.Module). mypy requires the
+    # mixin's declarations (TD3TrainingSteps') to equal those of every later base, which no one type does,
+    # unless the class itself declares them.
+    policy: TD3Policy
+    actor: Actor
 
     def __init__(
         self,

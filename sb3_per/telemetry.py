@@ -28,6 +28,8 @@ import numpy as np
 import torch as th
 from stable_baselines3.common.logger import Logger
 
+from sb3_per.replay_tags import ReplayTagsMixin
+
 TELEMETRY_PREFIX = "replay/"
 
 
@@ -75,7 +77,7 @@ def mean_by_tag(tags: np.ndarray, values: np.ndarray) -> dict[int, float]:
 
 def record_replay_telemetry(
     logger: Logger,
-    buffer: object,
+    buffer: ReplayTagsMixin,
     sampled_indices: Sequence[np.ndarray],
     critic_indices: Sequence[np.ndarray],
     td_errors: Sequence[th.Tensor],
@@ -94,14 +96,14 @@ def record_replay_telemetry(
     :param actor_indices: the flat indices of each actor batch, where they differ from the critic's (LA3P)
     :param weights: the IS weights of the call's batches, for ``replay/is_ess`` (none: not logged)
     """
-    buffer_shares = buffer.tag_buffer_shares()  # type: ignore[attr-defined]
+    buffer_shares = buffer.tag_buffer_shares()
     for tag, share in buffer_shares.items():
         logger.record(telemetry_key(tag, "buffer_share"), share)
     if hasattr(buffer, "tag_priority_shares"):
         for tag, share in buffer.tag_priority_shares().items():
             logger.record(telemetry_key(tag, "priority_share"), share)
     stored_tags = list(buffer_shares)
-    tags_at = buffer.tags_at  # type: ignore[attr-defined]
+    tags_at = buffer.tags_at
     for tag, share in tag_shares(tags_at(np.concatenate(sampled_indices)), stored_tags).items():
         logger.record_mean(telemetry_key(tag, "sample_share"), share)
     critic_tags = tags_at(np.concatenate(critic_indices))
