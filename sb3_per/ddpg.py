@@ -33,11 +33,15 @@ class DDPG(TD3TrainingSteps, stable_baselines3.DDPG):
         With DDPG's single critic both are ``|Q - y|``. ``None`` (default): the max for ``per_mode="lap"`` and
         ``"pal"``, the mean for ``"per"``. Used with a prioritized buffer, and by PAL.
     :param per_mode: What the critic loss and the priorities are: ``"per"`` (default, the IS-weighted loss
-        above), ``"lap"`` (LAP, with a proportional ``PrioritizedReplayBuffer``) or ``"pal"`` (PAL, with
-        uniform replay); Fujimoto, Meger & Precup 2020. Formulas in ``PrioritizedReplayMixin``.
+        above), ``"lap"`` (LAP, with a proportional ``PrioritizedReplayBuffer``), ``"pal"`` (PAL, with
+        uniform replay; both Fujimoto, Meger & Precup 2020) or ``"la3p"`` (LA3P, Saglam et al. 2023, with a
+        ``PrioritizedReplayBuffer(inverse_sampling=True)``). Formulas in ``PrioritizedReplayMixin``.
     :param pal_alpha: PAL's exponent (``per_mode="pal"`` only)
     :param lap_min_priority: LAP's minimum priority and Huber threshold, also PAL's threshold (default 1, as in
         the paper's continuous control)
+    :param la3p_fraction: LA3P's prioritized share ``lambda`` of each batch, in (0, 1] (``per_mode="la3p"``)
+    :param la3p_budget: LA3P's schedule: ``"matched"`` (default; the optimizer steps of uniform replay, on batches
+        of ``batch_size``) or ``"paper"`` (the authors' two critic and two actor steps on parts of the batch)
     """
 
     def __init__(
@@ -66,9 +70,11 @@ class DDPG(TD3TrainingSteps, stable_baselines3.DDPG):
         per_mode: str = "per",
         pal_alpha: float = 0.4,
         lap_min_priority: float = 1.0,
+        la3p_fraction: float = 0.5,
+        la3p_budget: str = "matched",
         _init_setup_model: bool = True,
     ):
-        self._init_replay_options(per_mode, td_error_reduction, pal_alpha, lap_min_priority)
+        self._init_replay_options(per_mode, td_error_reduction, pal_alpha, lap_min_priority, la3p_fraction, la3p_budget)
         super().__init__(
             policy,
             env,

@@ -52,6 +52,9 @@ class DQN(PrioritizedReplayMixin, stable_baselines3.DQN):
         paper's authors use 0.01 for Atari)
     """
 
+    # LA3P prioritizes an actor's batches: DQN has none.
+    supported_per_modes = ("per", "lap", "pal")
+
     def _is_weighted_loss(
         self, current_q_values: Sequence[th.Tensor], target_q_values: th.Tensor, weights: th.Tensor | None
     ) -> th.Tensor:

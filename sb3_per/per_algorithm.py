@@ -22,9 +22,11 @@ from sb3_per.telemetry import record_replay_telemetry
 
 TD_ERROR_REDUCTIONS = ("mean", "max")
 # What the critic loss and the priorities are (see `PrioritizedReplayMixin`).
-PER_MODES = ("per", "lap", "pal")
+PER_MODES = ("per", "lap", "pal", "la3p")
 # The modes whose priorities are LAP's, floored at `lap_min_priority`
-LAP_PRIORITY_MODES = ("lap",)
+LAP_PRIORITY_MODES = ("lap", "la3p")
+# LA3P's schedules (see `PrioritizedReplayMixin`)
+LA3P_BUDGETS = ("matched", "paper")
 # What `PrioritizedReplayMixin._record_per_stats` logs through the model's logger each training call
 # (with per_mode="lap", only the two priority keys).
 PER_LOGGER_KEYS = ("train/per_beta", "train/per_weight_mean", "train/per_priority_mean", "train/per_priority_max")
@@ -53,16 +55,30 @@ def default_td_error_reduction(per_mode: str) -> str:
     return "mean" if per_mode == "per" else "max"
 
 
-def check_per_mode(per_mode: str, pal_alpha: float, lap_min_priority: float = 1.0) -> str:
+def check_per_mode(
+    per_mode: str,
+    pal_alpha: float,
+    lap_min_priority: float = 1.0,
+    la3p_fraction: float = 0.5,
+    la3p_budget: str = "matched",
+    per_modes: Sequence[str] = PER_MODES,
+) -> str:
     """
-    :param per_mode: one of ``PER_MODES``
+    :param per_mode: one of ``per_modes``
     :param pal_alpha: PAL's exponent, a finite number >= 0
     :param lap_min_priority: LAP's and PAL's threshold, a finite number > 0
+    :param la3p_fraction: LA3P's prioritized share of each batch, in (0, 1]
+    :param la3p_budget: one of ``LA3P_BUDGETS``
+    :param per_modes: the modes the algorithm supports
     :return: ``per_mode``, if valid
     :raises ValueError: naming the parameter, for any other value
     """
-    if per_mode not in PER_MODES:
-        raise ValueError(f"per_mode must be one of {PER_MODES}, got {per_mode!r}")
+    if per_mode not in per_modes:
+        raise ValueError(f"per_mode must be one of {tuple(per_modes)}, got {per_mode!r}")
+    if not (np.isfinite(la3p_fraction) and 0.0 < la3p_fraction <= 1.0):
+        raise ValueError(f"la3p_fraction must be in (0, 1], got {la3p_fraction!r}")
+    if la3p_budget not in LA3P_BUDGETS:
+        raise ValueError(f"la3p_budget must be one of {LA3P_BUDGETS}, got {la3p_budget!r}")
     if not (np.isfinite(pal_alpha) and pal_alpha >= 0):
         raise ValueError(f"pal_alpha must be a finite number >= 0, got {pal_alpha!r}")
     if not (np.isfinite(lap_min_priority) and lap_min_priority > 0):
@@ -192,6 +208,66 @@ def td_errors_for_priorities(
         return abs_errors.mean(dim=1) if reduction == "mean" else abs_errors.amax(dim=1)
 
 
+def concatenate_samples(first: Any, second: Any) -> Any:
+    """
+    One batch made of two of the same kind (``PrioritizedReplayBufferSamples`` or its Dict counterpart), in order.
+
+    :param first: a batch
+    :param second: another batch of the same type
+    :return: the batch of ``len(first) + len(second)`` transitions, of the same type
+    """
+
+    def joined(a: Any, b: Any) -> Any:
+        if a is None:
+            return None
+        if isinstance(a, dict):
+            return {key: th.cat((a[key], b[key])) for key in a}
+        if isinstance(a, np.ndarray):
+            return np.concatenate((a, b))
+        return th.cat((a, b))
+
+    return type(first)(*(joined(a, b) for a, b in zip(first, second, strict=True)))
+
+
+def sample_uniformly(buffer: PrioritizedBufferMixin, batch_size: int, env: VecNormalize | None) -> Any:
+    """
+    LA3P's uniform batch from a prioritized buffer: every stored transition equally likely (with replacement,
+    NumPy's global generator as SB3's buffers), unit weights, and the indices and write stamps that
+    ``update_priorities`` needs. The buffer has no public uniform sampling: this uses its batch assembly.
+
+    :param buffer: a prioritized buffer holding at least one transition
+    :param batch_size: number of transitions
+    :param env: associated VecEnv to normalize the observations/rewards when sampling
+    :return: the batch, as the buffer's ``sample`` returns one
+    """
+    n_leaves = buffer.n_transitions
+    if buffer.optimize_memory_usage and buffer.full:
+        # The slot at `pos` lost its next observation: draw among the others, as SB3's buffer does.
+        offsets = np.random.randint(0, n_leaves - buffer.n_envs, size=batch_size)  # noqa: NPY002
+        leaves = (offsets + (buffer.pos + 1) * buffer.n_envs) % n_leaves
+    else:
+        leaves = np.random.randint(0, n_leaves, size=batch_size)  # noqa: NPY002
+    stamps = buffer._write_count[leaves]
+    return buffer._get_prioritized_samples(leaves, np.ones(batch_size), stamps, env)
+
+
+def la3p_matched_loss(
+    current_q_values: Sequence[th.Tensor],
+    target_q_values: th.Tensor,
+    n_uniform: int,
+    pal: CriticLoss,
+    lap: CriticLoss,
+) -> th.Tensor:
+    """
+    LA3P's critic loss on a batch whose first ``n_uniform`` transitions were sampled uniformly (PAL's loss) and
+    the others by priority (LAP's): the mean over the batch, ``(n_u * PAL + n_p * LAP) / (n_u + n_p)``.
+    """
+    n_total = target_q_values.shape[0]
+    uniform = pal([q[:n_uniform] for q in current_q_values], target_q_values[:n_uniform])
+    prioritized = lap([q[n_uniform:] for q in current_q_values], target_q_values[n_uniform:])
+    return (n_uniform * uniform + (n_total - n_uniform) * prioritized) / n_total
+
+
 class ReplayUpdate(NamedTuple):
     """
     One critic step and the actor step that follows it: what they train on.
@@ -218,6 +294,7 @@ class TrainingCallRecord:
     :param sampled_indices: (tagged) the flat indices of each batch sampled, each batch once
     :param critic_indices: (tagged) the flat indices of each critic batch, aligned with ``td_errors``
     :param td_errors: (tagged) each critic batch's absolute TD errors
+    :param actor_indices: (tagged, LA3P) the flat indices of each actor batch
     """
 
     first_beta: float | None = None
@@ -226,13 +303,14 @@ class TrainingCallRecord:
     sampled_indices: list[np.ndarray] = field(default_factory=list)
     critic_indices: list[np.ndarray] = field(default_factory=list)
     td_errors: list[th.Tensor] = field(default_factory=list)
+    actor_indices: list[np.ndarray] = field(default_factory=list)
 
 
 class PrioritizedReplayMixin:
     """
     Mixin for an SB3 off-policy algorithm (put it first among the bases: ``class TD3(PrioritizedReplayMixin,
     stable_baselines3.TD3)``) that makes use of a prioritized buffer (``PrioritizedReplayBuffer`` or
-    ``PrioritizedDictReplayBuffer``), in one of three ways set by ``per_mode``:
+    ``PrioritizedDictReplayBuffer``), in one of the ways ``per_mode`` sets:
 
     - ``"per"`` (default; Schaul et al. 2016): the algorithm's own critic loss, each sample weighted by its
       importance-sampling weight; priorities ``(|d| + epsilon) ** alpha`` from the TD errors ``d``.
@@ -241,6 +319,21 @@ class PrioritizedReplayMixin:
       Huber loss of ``lap_loss``; the IS weights are not used. Needs a proportional prioritized buffer.
     - ``"pal"`` (prioritized approximation loss, same paper): uniform sampling (a plain SB3 buffer) with
       ``pal_loss``, whose expected gradient is LAP's. Needs a buffer that is not prioritized.
+    - ``"la3p"`` (actor prioritized replay, Saglam, Mutlu, Cicek & Kozat 2023; SAC, TD3, DDPG): with batch size
+      ``N`` and ``lambda = la3p_fraction``, each gradient step takes a uniform batch of ``N - int(lambda N)``
+      (critic with PAL's loss, and actor), a critic batch of ``int(lambda N)`` sampled by LAP's priorities (LAP's
+      loss) and an actor batch of ``int(lambda N)`` sampled in proportion to ``1 / priority``; priorities are
+      written back from both critic batches. ``la3p_budget="matched"`` (default) makes one critic step on the
+      uniform + prioritized parts (each with its loss, averaged over the ``N`` transitions) and one actor step on
+      the uniform + inverse parts: the optimizer steps of uniform SAC/TD3, on batches of ``N``.
+      ``"paper"`` is the authors' schedule: critic and actor steps on the uniform part, then a critic step on
+      the prioritized and an actor step on the inverse part, the target networks updated after each pair.
+      Needs a proportional prioritized buffer with ``inverse_sampling=True``. Deviations from the authors' code
+      (github.com/baturaysaglam/LA3P): the uniform batch's priorities are written back as the others (as
+      theirs); SAC's entropy-coefficient step runs before the critic step on the actor's batch (SB3's order;
+      theirs follows the actor step), so the actor batch is sampled before that step's priority write-back; the
+      inverse priorities are kept in a sum tree in step with the priorities (theirs rebuilt over the filled
+      prefix each step, stale once the ring wraps); TD3's delayed actor steps sample no inverse batch, as theirs.
 
     The twin critics' TD errors are combined as ``td_error_reduction`` says: by default the max for LAP and PAL
     (their authors' choice), the mean for ``"per"``.
@@ -259,6 +352,10 @@ class PrioritizedReplayMixin:
     per_mode: str = "per"
     pal_alpha: float = 0.4
     lap_min_priority: float = 1.0
+    la3p_fraction: float = 0.5
+    la3p_budget: str = "matched"
+    # The per_mode values the algorithm supports (DQN has no actor for LA3P)
+    supported_per_modes: tuple[str, ...] = PER_MODES
     # The factor in front of the sum over critics of the MSE in the SB3 algorithm's critic loss (SAC: 0.5).
     critic_loss_scale: float = 0.5
 
@@ -273,10 +370,20 @@ class PrioritizedReplayMixin:
     _current_progress_remaining: float
 
     def _init_replay_options(
-        self, per_mode: str, td_error_reduction: str | None, pal_alpha: float, lap_min_priority: float
+        self,
+        per_mode: str,
+        td_error_reduction: str | None,
+        pal_alpha: float,
+        lap_min_priority: float,
+        la3p_fraction: float = 0.5,
+        la3p_budget: str = "matched",
     ) -> None:
         """Check and keep the constructor's replay options (see the algorithms' docstrings)."""
-        self.per_mode = check_per_mode(per_mode, pal_alpha, lap_min_priority)
+        self.per_mode = check_per_mode(
+            per_mode, pal_alpha, lap_min_priority, la3p_fraction, la3p_budget, self.supported_per_modes
+        )
+        self.la3p_fraction = float(la3p_fraction)
+        self.la3p_budget = la3p_budget
         if td_error_reduction is None:
             td_error_reduction = default_td_error_reduction(per_mode)
         self.td_error_reduction = check_td_error_reduction(td_error_reduction)
@@ -343,6 +450,11 @@ class PrioritizedReplayMixin:
                 "PrioritizedReplayBuffer (PrioritizedDictReplayBuffer for Dict observations) with "
                 "prioritization='proportional'"
             )
+        if self.per_mode == "la3p" and not getattr(buffer, "inverse_sampling", False):
+            raise ValueError(
+                "per_mode='la3p' samples its actor batches in proportion to 1 / priority: make the "
+                f"{type(buffer).__name__} with inverse_sampling=True in replay_buffer_kwargs"
+            )
         if self.per_mode == "pal" and prioritized:
             raise ValueError(
                 "per_mode='pal' replaces prioritized sampling by its loss and samples uniformly, but the replay "
@@ -373,6 +485,7 @@ class PrioritizedReplayMixin:
                     record.sampled_indices,
                     record.critic_indices,
                     record.td_errors,
+                    actor_indices=record.actor_indices if self.per_mode == "la3p" else None,
                     weights=record.weights,
                 )
         else:
@@ -390,15 +503,54 @@ class PrioritizedReplayMixin:
     ) -> Iterator[ReplayUpdate]:
         """
         The critic and actor steps of one gradient step, as ``per_mode`` says: one batch of ``batch_size``
-        for both. Batches are sampled as the steps ask for them, after the previous step's priority write-back.
+        for both, or LA3P's batches. Batches are sampled as the steps ask for them, after the previous step's
+        priority write-back.
 
         :param buffer: the replay buffer
         :param batch_size: the gradient step's number of transitions
         :param record: the training call's record
         :param train_actor: whether an actor step follows (TD3's delayed policy updates)
         """
+        if self.per_mode == "la3p":
+            yield from self._la3p_updates(buffer, batch_size, record, train_actor)
+            return
         batch = self._sample(buffer, batch_size, record)
         yield ReplayUpdate(batch, self._critic_loss_of(batch), batch)
+
+    def _la3p_updates(
+        self, buffer: ReplayBuffer, batch_size: int, record: TrainingCallRecord, train_actor: bool
+    ) -> Iterator[ReplayUpdate]:
+        """LA3P's updates of one gradient step (see the class docstring), as ``la3p_budget`` says."""
+        n_prioritized = max(1, int(batch_size * self.la3p_fraction))
+        n_uniform = batch_size - n_prioritized
+        pal = partial(
+            pal_loss, alpha=self.pal_alpha, reduction=self.td_error_reduction, min_priority=self.lap_min_priority
+        )
+        lap = partial(lap_loss, min_priority=self.lap_min_priority)
+        uniform = None
+        if n_uniform:
+            assert isinstance(buffer, PrioritizedBufferMixin)
+            uniform = sample_uniformly(buffer, n_uniform, self._vec_normalize_env)
+            if record.tagged:
+                record.sampled_indices.append(uniform.indices)
+        if self.la3p_budget == "paper" and uniform is not None:
+            self._record_actor_batch(uniform if train_actor else None, record)
+            yield ReplayUpdate(uniform, pal, uniform if train_actor else None)
+        prioritized = self._sample(buffer, n_prioritized, record)
+        inverse = self._sample(buffer, n_prioritized, record, inverse=True) if train_actor else None
+        if self.la3p_budget == "paper" or uniform is None:
+            self._record_actor_batch(inverse, record)
+            yield ReplayUpdate(prioritized, lap, inverse)
+            return
+        critic_batch = concatenate_samples(uniform, prioritized)
+        actor_batch = concatenate_samples(uniform, inverse) if inverse is not None else None
+        self._record_actor_batch(actor_batch, record)
+        yield ReplayUpdate(critic_batch, partial(la3p_matched_loss, n_uniform=n_uniform, pal=pal, lap=lap), actor_batch)
+
+    @staticmethod
+    def _record_actor_batch(batch: Any, record: TrainingCallRecord) -> None:
+        if batch is not None and record.tagged:
+            record.actor_indices.append(batch.indices)
 
     def _sample(self, buffer: ReplayBuffer, batch_size: int, record: TrainingCallRecord, **kwargs: Any) -> Any:
         """One batch of ``buffer`` (``kwargs``: the buffer's sampling options), its indices kept for telemetry."""

@@ -106,11 +106,15 @@ class SAC(PrioritizedReplayMixin, stable_baselines3.SAC):
         2020, does). ``None`` (default): the max for ``per_mode="lap"`` and ``"pal"``, the mean for ``"per"``.
         Used with a prioritized buffer, and by PAL.
     :param per_mode: What the critic loss and the priorities are: ``"per"`` (default, the IS-weighted loss
-        above), ``"lap"`` (LAP, with a proportional ``PrioritizedReplayBuffer``) or ``"pal"`` (PAL, with
-        uniform replay); Fujimoto, Meger & Precup 2020. Formulas in ``PrioritizedReplayMixin``.
+        above), ``"lap"`` (LAP, with a proportional ``PrioritizedReplayBuffer``), ``"pal"`` (PAL, with
+        uniform replay; both Fujimoto, Meger & Precup 2020) or ``"la3p"`` (LA3P, Saglam et al. 2023, with a
+        ``PrioritizedReplayBuffer(inverse_sampling=True)``). Formulas in ``PrioritizedReplayMixin``.
     :param pal_alpha: PAL's exponent (``per_mode="pal"`` only)
     :param lap_min_priority: LAP's minimum priority and Huber threshold, also PAL's threshold (default 1, as in
         the paper's continuous control; its authors use 0.01 for Atari)
+    :param la3p_fraction: LA3P's prioritized share ``lambda`` of each batch, in (0, 1] (``per_mode="la3p"``)
+    :param la3p_budget: LA3P's schedule: ``"matched"`` (default; the optimizer steps of uniform replay, on batches
+        of ``batch_size``) or ``"paper"`` (the authors' two critic and two actor steps on parts of the batch)
     :param _init_setup_model: Whether or not to build the network at the creation of the instance
     """
 
@@ -147,9 +151,11 @@ class SAC(PrioritizedReplayMixin, stable_baselines3.SAC):
         per_mode: str = "per",
         pal_alpha: float = 0.4,
         lap_min_priority: float = 1.0,
+        la3p_fraction: float = 0.5,
+        la3p_budget: str = "matched",
         _init_setup_model: bool = True,
     ):
-        self._init_replay_options(per_mode, td_error_reduction, pal_alpha, lap_min_priority)
+        self._init_replay_options(per_mode, td_error_reduction, pal_alpha, lap_min_priority, la3p_fraction, la3p_budget)
         super().__init__(
             policy,
             env,
@@ -187,7 +193,8 @@ class SAC(PrioritizedReplayMixin, stable_baselines3.SAC):
         """
         SB3's ``SAC.train`` (as of stable-baselines3 2.9), its gradient step split into ``_entropy_step``,
         ``_critic_step`` and ``_actor_step``, run on each update of ``_replay_updates`` (one batch for all three
-        unless ``per_mode`` says otherwise), with the priority write-back after each critic step (``PER:``).
+        unless ``per_mode`` says otherwise; the target networks follow each update), with the priority write-back
+        after each critic step (``PER:``).
         """
         # Switch to train mode (this affects batch norm / dropout)
         self.policy.set_training_mode(True)
@@ -220,11 +227,11 @@ class SAC(PrioritizedReplayMixin, stable_baselines3.SAC):
                 actor_loss = self._actor_step(update.actor_batch, policy_sample)
                 actor_losses.append(actor_loss.item())
 
-            # Update target networks
-            if gradient_step % self.target_update_interval == 0:
-                polyak_update(self.critic.parameters(), self.critic_target.parameters(), self.tau)
-                # Copy running stats, see GH issue #996
-                polyak_update(self.batch_norm_stats, self.batch_norm_stats_target, 1.0)
+                # Update target networks
+                if gradient_step % self.target_update_interval == 0:
+                    polyak_update(self.critic.parameters(), self.critic_target.parameters(), self.tau)
+                    # Copy running stats, see GH issue #996
+                    polyak_update(self.batch_norm_stats, self.batch_norm_stats_target, 1.0)
 
         self._n_updates += gradient_steps
 

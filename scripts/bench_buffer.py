@@ -3,9 +3,11 @@ Benchmark: the cost of prioritized replay next to SB3's uniform replay, side by 
 
 Buffer cycle: on a full buffer (obs dim 8, action dim 1), one prioritized cycle is
 ``sample(256)`` (with IS weights) + ``update_priorities(256)``, for proportional and for rank-based
-prioritization; the floor is SB3's uniform ``ReplayBuffer.sample(256)``. The three are timed interleaved,
-repetition by repetition, so machine noise hits them alike; the script prints medians and their ratios to
-the uniform sample.
+prioritization, for proportional with recency-faded priorities (``priority_half_life``), and, with the
+inverse tree on (``inverse_sampling=True``), ``sample(256)`` + ``sample(256, inverse=True)`` + the update
+(LA3P's critic and actor batches); the floor is SB3's uniform ``ReplayBuffer.sample(256)``. All are timed
+interleaved, repetition by repetition, so machine noise hits them alike; the script prints medians and their
+ratios to the uniform sample.
 
     python scripts/bench_buffer.py                    # 1e5 and 1e6 transitions
     python scripts/bench_buffer.py --sizes 100000 --repeats 2000
@@ -43,14 +45,20 @@ def filled_buffer(buffer_class: type[ReplayBuffer], size: int, seed: int = 0, **
     return buffer
 
 
+# Name -> (buffer parameters, whether the cycle also draws an inverse batch)
+PRIORITIZED_CYCLES: dict[str, tuple[dict[str, Any], bool]] = {
+    "proportional": ({}, False),
+    "rank": ({"prioritization": "rank"}, False),
+    "faded": ({"priority_half_life": 100_000.0}, False),
+    "inverse": ({"inverse_sampling": True}, True),
+}
+
+
 def time_buffer_cycles(size: int, batch_size: int, repeats: int) -> dict[str, float]:
-    """
-    Median seconds of a uniform sample and of a prioritized sample + update (proportional and rank),
-    timed interleaved.
-    """
+    """Median seconds of a uniform sample and of each prioritized cycle of ``PRIORITIZED_CYCLES``, timed interleaved."""
     uniform = filled_buffer(ReplayBuffer, size)
     prioritized = {
-        name: filled_buffer(PrioritizedReplayBuffer, size, prioritization=name) for name in ("proportional", "rank")
+        name: filled_buffer(PrioritizedReplayBuffer, size, **kwargs) for name, (kwargs, _) in PRIORITIZED_CYCLES.items()
     }
     rng = np.random.default_rng(1)
     td_errors = th.as_tensor(rng.standard_normal((repeats + 10, batch_size, 1), dtype=np.float32))
@@ -61,7 +69,9 @@ def time_buffer_cycles(size: int, batch_size: int, repeats: int) -> dict[str, fl
         ends = {"uniform": time.perf_counter()}
         for name, buffer in prioritized.items():
             samples = buffer.sample(batch_size)
-            buffer.update_priorities(samples.indices, td_errors[i])
+            if PRIORITIZED_CYCLES[name][1]:
+                buffer.sample(batch_size, inverse=True)
+            buffer.update_priorities(samples.indices, td_errors[i], samples.stamps)
             ends[name] = time.perf_counter()
         if i >= 10:
             for name, end in ends.items():
@@ -79,12 +89,14 @@ def main() -> None:
     th.set_num_threads(1)
 
     print(f"buffer cycle, batch {args.batch_size}, median of {args.repeats} interleaved repeats")
-    print(f"{'size':>10} {'uniform sample':>16} {'proportional sample+update':>28} {'rank sample+update':>22}")
+    print("cycles: sample + update; 'inverse' also draws an inverse batch; 'faded' has priority_half_life=1e5")
+    headers = ["uniform sample", *PRIORITIZED_CYCLES]
+    print(f"{'size':>10} " + " ".join(f"{header:>20}" for header in headers))
     for size in args.sizes:
         medians = time_buffer_cycles(size, args.batch_size, args.repeats)
-        cells = [f"{medians['uniform'] * 1e6:>13.1f} us"]
-        for name, width in (("proportional", 16), ("rank", 10)):
-            cells.append(f"{medians[name] * 1e6:>{width}.1f} us ({medians[name] / medians['uniform']:.2f}x)")
+        cells = [f"{medians['uniform'] * 1e6:>17.1f} us"]
+        for name in PRIORITIZED_CYCLES:
+            cells.append(f"{medians[name] * 1e6:>9.1f} us ({medians[name] / medians['uniform']:.2f}x)")
         print(f"{size:>10} " + " ".join(cells))
 
 

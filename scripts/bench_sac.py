@@ -6,10 +6,12 @@ Both use the same settings (batch 256, train_freq 1, gradient_steps 1, default M
 Each is first run past ``learning_starts`` and a warm-up, then they take turns running chunks of
 ``learn(chunk, reset_num_timesteps=False)``, round by round, so machine noise hits all alike: many short
 rounds pair better than a few long ones on a shared machine. The script prints the milliseconds per step
-of each and their ratio to the baseline (target: PER <= 1.03x uniform).
+of each and their ratio to the baseline (targets: PER <= 1.03x uniform, LA3P with the matched budget
+<= 1.10x, telemetry on a tagged PER buffer <= 3% over PER).
 
     python scripts/bench_sac.py                          # Pendulum-v1, 40 rounds x 150 steps
     python scripts/bench_sac.py --control                # also sb3_per.SAC with the uniform buffer
+    python scripts/bench_sac.py --la3p --telemetry       # also LA3P (matched) and PER with tagged telemetry
     python scripts/bench_sac.py --env MountainCarContinuous-v0 --rounds 20 --chunk 300
 """
 
@@ -52,6 +54,24 @@ def build_models(args: argparse.Namespace) -> dict[str, BaseAlgorithm]:
     }
     if args.control:
         models["sb3_per.SAC, uniform (control)"] = sb3_per.SAC("MlpPolicy", args.env, **settings)
+    if args.la3p:
+        models["sb3_per.SAC, LA3P matched"] = sb3_per.SAC(
+            "MlpPolicy",
+            args.env,
+            per_mode="la3p",
+            replay_buffer_class=PrioritizedReplayBuffer,
+            replay_buffer_kwargs={"inverse_sampling": True, "alpha": 0.4},
+            **settings,
+        )
+    if args.telemetry:
+        # Untagged envs store tag -1 everywhere: the telemetry's whole path runs, with one tag.
+        models["sb3_per.SAC, PER, telemetry"] = sb3_per.SAC(
+            "MlpPolicy",
+            args.env,
+            replay_buffer_class=PrioritizedReplayBuffer,
+            replay_buffer_kwargs={"tag_key": "regime"},
+            **settings,
+        )
     return models
 
 
@@ -84,6 +104,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--control", action="store_true", help="also time sb3_per.SAC with the uniform buffer")
+    parser.add_argument("--la3p", action="store_true", help="also time sb3_per.SAC with per_mode='la3p' (matched)")
+    parser.add_argument("--telemetry", action="store_true", help="also time PER with a tagged buffer's telemetry")
     args = parser.parse_args()
     th.set_num_threads(1)
 
@@ -108,7 +130,7 @@ def main() -> None:
         )
     print(
         "ratio: wall median / the baseline's; ratio/round: median over rounds of wall time / the baseline's "
-        "in the same round. Target for PER: <= 1.03x."
+        "in the same round. Targets: PER <= 1.03x, LA3P matched <= 1.10x, PER with telemetry <= 1.03 x PER's ratio."
     )
 
 

@@ -162,8 +162,8 @@ def test_per_mode_survives_save_and_load(tmp_path):
     assert (loaded.per_mode, loaded.pal_alpha) == ("pal", 0.25)
 
 
-def test_per_modes_are_the_documented_three():
-    assert PER_MODES == ("per", "lap", "pal")
+def test_per_modes_are_the_documented_four():
+    assert PER_MODES == ("per", "lap", "pal", "la3p")
 
 
 def test_a_loaded_replay_buffer_must_suit_per_mode(tmp_path):
