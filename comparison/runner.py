@@ -34,7 +34,14 @@ from tqdm.auto import tqdm
 
 from comparison.experiment import RunConfig, baseline_rows, configure_torch_threads, train_run, write_csv_atomically
 from comparison.report import write_report
-from comparison.schema import BASELINES_FILE, CONFIG_FILE, EVALUATIONS_FILE, RUNS_DIR
+from comparison.schema import (
+    BASELINES_FILE,
+    CONFIG_FILE,
+    EVALUATIONS_FILE,
+    RUNS_DIR,
+    TELEMETRY_COLUMNS,
+    TELEMETRY_FILE,
+)
 
 BACKENDS = ("local", "ray")
 # Seconds a terminated run process has to exit before it is killed.
@@ -367,6 +374,14 @@ def collect_evaluations(configs: Sequence[RunConfig], out_dir: Path) -> pd.DataF
     return pd.concat(frames, ignore_index=True)
 
 
+def collect_telemetry(configs: Sequence[RunConfig], out_dir: Path) -> pd.DataFrame:
+    """Telemetry rows of the finished runs of ``configs``, in plan order (columns ``TELEMETRY_COLUMNS``)."""
+    paths = [run_dir(out_dir, config) / TELEMETRY_FILE for config in configs if is_finished(out_dir, config)]
+    # An untagged buffer's table is empty: left out, as concatenating an empty frame would lose the columns' types.
+    frames = [frame for frame in map(pd.read_csv, paths) if not frame.empty]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(TELEMETRY_COLUMNS))
+
+
 def run_comparison(
     configs: Sequence[RunConfig],
     out_dir: Path,
@@ -387,7 +402,8 @@ def run_comparison(
     :param progress: show a progress bar over runs
     :param backend: ``"local"`` (worker processes on this machine) or ``"ray"`` (Ray tasks); see ``run_pending``
     :param ray_address: Ray cluster to join with the ray backend (default: as ``ray.init`` finds one, else local)
-    :return: ``failures`` (errors by run name) and the paths of the files written
+    :return: ``failures`` (errors by run name) and the paths of the files written (``evaluations``,
+        ``telemetry``, and the report's)
     """
     check_backend(backend, ray_address)
     if not configs:
@@ -396,16 +412,25 @@ def run_comparison(
     if len(set(names)) != len(names):
         raise ValueError(f"each (variant, seed) may appear once, got runs {names}")
     first = configs[0]
-    shared = (first.env_id, first.env_kwargs, first.eval_seeds)
-    if any((c.env_id, c.env_kwargs, c.eval_seeds) != shared for c in configs):
-        raise ValueError("every run of a comparison must use the same env, env_kwargs and evaluation episodes")
+    shared = (first.env_id, first.env_kwargs, first.evaluation_env_kwargs, first.eval_seeds)
+    if any((c.env_id, c.env_kwargs, c.evaluation_env_kwargs, c.eval_seeds) != shared for c in configs):
+        raise ValueError(
+            "every run of a comparison must use the same env, env_kwargs, eval_env_kwargs and evaluation episodes"
+        )
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     workers = workers or len(os.sched_getaffinity(0))
     failures = run_pending(configs, out_dir, workers, progress, backend=backend, ray_address=ray_address)
     evaluations = collect_evaluations(configs, out_dir)
     write_csv_atomically(evaluations, out_dir / EVALUATIONS_FILE)
-    write_csv_atomically(baseline_rows(first.env_id, first.env_kwargs, first.eval_seeds), out_dir / BASELINES_FILE)
+    write_csv_atomically(collect_telemetry(configs, out_dir), out_dir / TELEMETRY_FILE)
+    baselines = baseline_rows(first.env_id, first.evaluation_env_kwargs, first.eval_seeds)
+    write_csv_atomically(baselines, out_dir / BASELINES_FILE)
     seeds = sorted({config.seed for config in configs})
     paths = write_report(out_dir, command=command, seeds=seeds)
-    return {"failures": failures, "evaluations": out_dir / EVALUATIONS_FILE, **paths}
+    return {
+        "failures": failures,
+        "evaluations": out_dir / EVALUATIONS_FILE,
+        "telemetry": out_dir / TELEMETRY_FILE,
+        **paths,
+    }
