@@ -242,7 +242,7 @@ def test_quick_comparison_end_to_end_then_resumes_without_rerunning(tmp_path):
         assert row is not None, summary
         assert float(row.group(1)) == pytest.approx(iqm(finals[finals["variant"] == variant]["mean_return"]), abs=5e-4)
 
-    configs = plan_runs(RunConfig(), ["uniform", "per"], [0, 1])
+    configs = plan_runs(RunConfig(), {"uniform": [0, 1], "per": [0, 1]})
     for config in configs:  # only the small files a clone can commit: no model, no TensorBoard events
         names = {path.name for path in run_dir(tmp_path, config).iterdir()}
         assert names == {"config.json", "progress.csv", "telemetry.csv", "evaluations.csv"}
@@ -347,3 +347,52 @@ def test_compare_help_gives_each_presets_net_arch(capsys):
         arch = preset.overrides.get("net_arch", RunConfig().net_arch)
         assert f"{' '.join(map(str, arch))} for {name}" in text
     assert PRESETS["quick"].overrides["net_arch"] != RunConfig().net_arch  # the case the help once got wrong
+
+
+def _planned(argv, monkeypatch, tmp_path) -> tuple[list[RunConfig], Path]:
+    """The configs and output directory that ``compare_main(argv)`` hands to the runner (which is not run)."""
+    given = {}
+
+    def capture(configs, out, **_):
+        given.update(configs=configs, out=out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "summary.md").write_text("stub")
+        return {"failures": {}}
+
+    monkeypatch.setattr("comparison.cli.run_comparison", capture)
+    monkeypatch.chdir(tmp_path)  # the default --out is relative: keep the stub's files out of the repository
+    compare_main(argv)
+    return given["configs"], given["out"]
+
+
+def test_the_full_preset_plans_twenty_seeds_of_five_variants_and_ten_of_rank_and_pal_seeds_outermost(
+    monkeypatch, tmp_path
+):
+    configs, out = _planned(["--full"], monkeypatch, tmp_path)
+    assert out == Path("docs/results/full")
+    runs = [(config.seed, config.variant) for config in configs]
+    main_five, fewer = ["uniform", "per", "lap", "la3p", "faded"], ["rank", "pal"]
+    expected = [(seed, variant) for seed in range(20) for variant in main_five + (fewer if seed < 10 else [])]
+    assert runs == expected and len(runs) == 5 * 20 + 2 * 10
+    assert {(c.total_steps, c.eval_episodes, c.eval_freq) for c in configs} == {(100_000, 50, 5_000)}
+
+
+def test_variants_and_seeds_given_on_the_command_line_override_the_presets_plan(monkeypatch, tmp_path):
+    configs, _ = _planned(["--full", "--variants", "rank", "uniform"], monkeypatch, tmp_path)
+    assert [(c.seed, c.variant) for c in configs[:3]] == [(0, "rank"), (0, "uniform"), (1, "rank")]
+    assert len(configs) == 10 + 20
+    configs, _ = _planned(["--full", "--seeds", "4", "2", "--variants", "pal"], monkeypatch, tmp_path)
+    assert [(c.seed, c.variant) for c in configs] == [(4, "pal"), (2, "pal")]
+
+
+def test_a_validation_run_of_the_faded_half_life_uses_its_own_seeds_and_evaluation_episodes(monkeypatch, tmp_path):
+    argv = ["--seeds", "100", "101", "--variants", "faded", "--eval-seed", "2000000", "--half-life", "5000"]
+    configs, out = _planned([*argv, "--out", "results/validation/h5000"], monkeypatch, tmp_path)
+    assert [(c.variant, c.seed, c.half_life, c.eval_seed) for c in configs] == [
+        ("faded", 100, 5000.0, 2_000_000),
+        ("faded", 101, 5000.0, 2_000_000),
+    ]
+    assert out == Path("results/validation/h5000")
+    assert configs[0].replay_kwargs()["priority_half_life"] == 5000.0
+    la3p, _ = _planned(["--variants", "la3p", "--la3p-fraction", "0.25"], monkeypatch, tmp_path)
+    assert {c.la3p_fraction for c in la3p} == {0.25}
