@@ -25,6 +25,7 @@ from comparison.runner import (
     run_comparison,
     stop_on_signals,
 )
+from envs import walk_forward_env_kwargs
 
 # RunConfig fields settable from both command lines: (flag, field, type, help).
 _RUN_OPTIONS: tuple[tuple[str, str, Any, str], ...] = (
@@ -93,10 +94,11 @@ def _given_run_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _config(parser: argparse.ArgumentParser, **fields: Any) -> RunConfig:
-    """The run's config, or a usage error naming what is wrong (env kwargs included, tried on the env)."""
+    """The run's config, or a usage error naming what is wrong (env kwargs included, tried on the envs)."""
     try:
         config = RunConfig(**fields)
-        gym.make(config.env_id, **config.env_kwargs).close()
+        for env_kwargs in (config.env_kwargs, config.evaluation_env_kwargs):
+            gym.make(config.env_id, **env_kwargs).close()
     except Exception as error:  # the env's own errors for bad kwargs are ValueError, TypeError, ...
         parser.error(f"{type(error).__name__}: {error}")
     return config
@@ -133,6 +135,66 @@ def train_main(argv: Sequence[str] | None = None) -> Path:
     print(f"{config.run_name}: final mean return {final['mean_return']:+.4f}, Sharpe {final['sharpe']:+.2f}")
     print(f"written to {directory}")
     return directory
+
+
+def _add_walk_forward_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "walk-forward on real prices",
+        "train on the earlier rows of a price CSV and evaluate (agent and baselines) on the later ones only: no "
+        "episode window, warm-up included, straddles the split",
+    )
+    group.add_argument("--prices", type=Path, default=None, metavar="FILE.csv", help="the price history to replay")
+    group.add_argument(
+        "--price-columns",
+        nargs=2,
+        default=None,
+        metavar=("A", "B"),
+        help="the CSV's price columns of legs A and B (default: the env's, price_a price_b)",
+    )
+    split = group.add_mutually_exclusive_group()
+    split.add_argument(
+        "--test-from",
+        default=None,
+        metavar="YYYY-MM-DD",
+        help="evaluate on the rows dated from this day on (needs a date column)",
+    )
+    split.add_argument(
+        "--test-fraction", type=float, default=None, metavar="F", help="evaluate on the last share F of the rows"
+    )
+
+
+def _walk_forward_fields(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, env_kwargs: dict[str, Any]
+) -> dict[str, Any]:
+    """
+    ``RunConfig``'s ``env_kwargs`` (training rows) and ``eval_env_kwargs`` (test rows) of ``--prices``, none without
+    it; a usage error for a split that cannot be made.
+    """
+    if args.prices is None:
+        given = [
+            flag
+            for flag, value in (
+                ("--price-columns", args.price_columns),
+                ("--test-from", args.test_from),
+                ("--test-fraction", args.test_fraction),
+            )
+            if value is not None
+        ]
+        if given:
+            parser.error(f"{' and '.join(given)} only apply with --prices FILE.csv")
+        return {}
+    if env_kwargs.get("prices_csv") is not None or env_kwargs.get("prices") is not None:
+        parser.error("give the prices once: --prices, or prices_csv in --env-kwargs, not both")
+    prices = {"prices_csv": str(args.prices)}
+    if args.price_columns is not None:
+        prices["price_columns"] = list(args.price_columns)
+    try:
+        train, test = walk_forward_env_kwargs(
+            {**env_kwargs, **prices}, test_from=args.test_from, test_fraction=args.test_fraction
+        )
+    except (ValueError, OSError) as error:  # a bad split or env argument; a CSV that cannot be read
+        parser.error(f"--prices {args.prices}: {error}")
+    return dict(env_kwargs=train, eval_env_kwargs=test)
 
 
 def compare_parser() -> argparse.ArgumentParser:
@@ -202,6 +264,7 @@ def compare_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--no-progress-bar", action="store_true", help="hide the progress bar over runs")
     _add_run_options(parser, defaults_from_preset=True)
+    _add_walk_forward_options(parser)
     return parser
 
 
@@ -210,7 +273,9 @@ def compare_main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser = compare_parser()
     args = parser.parse_args(argv)
     preset = PRESETS[args.preset]
-    base = _config(parser, **{**preset.overrides, **_given_run_options(args)})
+    fields = {**preset.overrides, **_given_run_options(args)}
+    fields.update(_walk_forward_fields(parser, args, fields.get("env_kwargs", {})))
+    base = _config(parser, **fields)
     for flag, values in (("--seeds", args.seeds), ("--variants", args.variants)):
         if values is not None and len(set(values)) != len(values):
             parser.error(f"{flag} lists a value twice: {values}")
