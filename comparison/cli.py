@@ -185,7 +185,7 @@ def _walk_forward_fields(
         return {}
     if env_kwargs.get("prices_csv") is not None or env_kwargs.get("prices") is not None:
         parser.error("give the prices once: --prices, or prices_csv in --env-kwargs, not both")
-    prices = {"prices_csv": str(args.prices)}
+    prices: dict[str, Any] = {"prices_csv": str(args.prices)}
     if args.price_columns is not None:
         prices["price_columns"] = list(args.price_columns)
     try:

@@ -338,7 +338,7 @@ class PeriodicEvaluation(BaseCallback):
 
     def _stored_tags(self) -> list[int]:
         """The tags in the model's replay buffer (as of its last training call: nothing is added before the next)."""
-        buffer = self.model.replay_buffer
+        buffer: Any = getattr(self.model, "replay_buffer", None)  # an off-policy algorithm's
         return list(buffer.tag_buffer_shares()) if getattr(buffer, "tagged", False) else []
 
     def _evaluate(self) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -233,7 +234,7 @@ def regime_returns_figure(
 
 
 # How each share is drawn in the replay-attention panels: (column, label, line style, line width).
-_SHARE_STYLES: tuple[tuple[str, str, str, float], ...] = (
+_SHARE_STYLES: tuple[tuple[str, str, Literal["-", "--", ":"], float], ...] = (
     ("sample_share", "sampled", "-", 1.8),
     ("priority_share", "priority mass", "--", 1.4),
     ("buffer_share", "stored", ":", 1.4),
