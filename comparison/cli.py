@@ -25,6 +25,7 @@ from comparison.runner import (
     run_comparison,
     stop_on_signals,
 )
+from envs import walk_forward_env_kwargs
 
 # RunConfig fields settable from both command lines: (flag, field, type, help).
 _RUN_OPTIONS: tuple[tuple[str, str, Any, str], ...] = (
@@ -37,7 +38,9 @@ _RUN_OPTIONS: tuple[tuple[str, str, Any, str], ...] = (
     ("--beta-start", "beta_start", float, "PER importance-sampling exponent at the start"),
     ("--beta-end", "beta_end", float, "PER importance-sampling exponent at the end of the run"),
     ("--epsilon", "epsilon", float, "PER priority offset"),
-    ("--lap-alpha", "lap_alpha", float, "exponent of the lap and pal variants"),
+    ("--lap-alpha", "lap_alpha", float, "exponent of the lap, pal and la3p variants"),
+    ("--la3p-fraction", "la3p_fraction", float, "LA3P's prioritized share of each batch, in (0, 1]"),
+    ("--half-life", "half_life", float, "half-life of the faded variant's priorities, in env steps"),
     ("--learning-rate", "learning_rate", float, "Adam learning rate"),
     ("--learning-starts", "learning_starts", int, "env steps collected before training"),
     ("--batch-size", "batch_size", int, "minibatch size"),
@@ -91,10 +94,11 @@ def _given_run_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _config(parser: argparse.ArgumentParser, **fields: Any) -> RunConfig:
-    """The run's config, or a usage error naming what is wrong (env kwargs included, tried on the env)."""
+    """The run's config, or a usage error naming what is wrong (env kwargs included, tried on the envs)."""
     try:
         config = RunConfig(**fields)
-        gym.make(config.env_id, **config.env_kwargs).close()
+        for env_kwargs in (config.env_kwargs, config.evaluation_env_kwargs):
+            gym.make(config.env_id, **env_kwargs).close()
     except Exception as error:  # the env's own errors for bad kwargs are ValueError, TypeError, ...
         parser.error(f"{type(error).__name__}: {error}")
     return config
@@ -104,9 +108,9 @@ def train_parser() -> argparse.ArgumentParser:
     """Parser of ``scripts/train.py``."""
     parser = argparse.ArgumentParser(
         prog="train.py",
-        description="Train sb3_per.SAC once (one replay variant: uniform, per, rank, lap or pal) with periodic "
-        "evaluation on held-out episodes; writes config.json, progress.csv, TensorBoard logs, evaluations.csv "
-        "and model.zip.",
+        description="Train sb3_per.SAC once (one replay variant: " + ", ".join(VARIANTS) + ") with periodic "
+        "evaluation on held-out episodes; writes config.json, progress.csv, TensorBoard logs, telemetry.csv, "
+        "evaluations.csv and model.zip.",
     )
     parser.add_argument(
         "--replay", choices=sorted(VARIANTS), default="per", help="replay variant (see compare.py --help)"
@@ -133,30 +137,99 @@ def train_main(argv: Sequence[str] | None = None) -> Path:
     return directory
 
 
+def _add_walk_forward_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "walk-forward on real prices",
+        "train on the earlier rows of a price CSV and evaluate (agent and baselines) on the later ones only: no "
+        "episode window, warm-up included, straddles the split",
+    )
+    group.add_argument("--prices", type=Path, default=None, metavar="FILE.csv", help="the price history to replay")
+    group.add_argument(
+        "--price-columns",
+        nargs=2,
+        default=None,
+        metavar=("A", "B"),
+        help="the CSV's price columns of legs A and B (default: the env's, price_a price_b)",
+    )
+    split = group.add_mutually_exclusive_group()
+    split.add_argument(
+        "--test-from",
+        default=None,
+        metavar="YYYY-MM-DD",
+        help="evaluate on the rows dated from this day on (needs a date column)",
+    )
+    split.add_argument(
+        "--test-fraction", type=float, default=None, metavar="F", help="evaluate on the last share F of the rows"
+    )
+
+
+def _walk_forward_fields(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, env_kwargs: dict[str, Any]
+) -> dict[str, Any]:
+    """
+    ``RunConfig``'s ``env_kwargs`` (training rows) and ``eval_env_kwargs`` (test rows) of ``--prices``, none without
+    it; a usage error for a split that cannot be made.
+    """
+    if args.prices is None:
+        given = [
+            flag
+            for flag, value in (
+                ("--price-columns", args.price_columns),
+                ("--test-from", args.test_from),
+                ("--test-fraction", args.test_fraction),
+            )
+            if value is not None
+        ]
+        if given:
+            parser.error(f"{' and '.join(given)} only apply with --prices FILE.csv")
+        return {}
+    if env_kwargs.get("prices_csv") is not None or env_kwargs.get("prices") is not None:
+        parser.error("give the prices once: --prices, or prices_csv in --env-kwargs, not both")
+    prices: dict[str, Any] = {"prices_csv": str(args.prices)}
+    if args.price_columns is not None:
+        prices["price_columns"] = list(args.price_columns)
+    try:
+        train, test = walk_forward_env_kwargs(
+            {**env_kwargs, **prices}, test_from=args.test_from, test_fraction=args.test_fraction
+        )
+    except (ValueError, OSError) as error:  # a bad split or env argument; a CSV that cannot be read
+        parser.error(f"--prices {args.prices}: {error}")
+    return dict(env_kwargs=train, eval_env_kwargs=test)
+
+
 def compare_parser() -> argparse.ArgumentParser:
     """Parser of ``scripts/compare.py``."""
     parser = argparse.ArgumentParser(
         prog="compare.py",
-        description="Compare SAC replay variants (uniform, PER, rank-based PER, LAP, PAL) over seeds on the "
-        "pairs-trading env, next to the z-score and flat baselines; writes evaluations.csv, baselines.csv, "
-        "summary.md and PNG plots, and per run runs/<variant>_s<seed>/ with config.json, progress.csv and "
-        "evaluations.csv (no model, no TensorBoard events: see train.py). Resumable: "
-        "finished runs in --out are not rerun. Presets (seeds per variant, then the settings each sets over "
-        f"the defaults {dataclasses.asdict(_DEFAULTS)}): "
-        + "; ".join(f"{name}: {p.n_seeds} seeds, {p.overrides}" for name, p in PRESETS.items()),
+        description="Compare SAC replay variants (uniform, PER, rank-based PER, LAP, PAL, LA3P, faded PER) over "
+        "seeds on the pairs-trading env, next to the z-score and flat baselines; writes evaluations.csv, "
+        "telemetry.csv (where each replay's attention goes, per regime), baselines.csv, summary.md and PNG plots, "
+        "and per run runs/<variant>_s<seed>/ with config.json, progress.csv, telemetry.csv and evaluations.csv "
+        "(no model, no TensorBoard events: see train.py). Resumable: finished runs in --out are not rerun. "
+        f"Presets (over the defaults {dataclasses.asdict(_DEFAULTS)}): "
+        + "; ".join(f"{name}: {preset.describe()}" for name, preset in PRESETS.items()),
     )
     size = parser.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_const", dest="preset", const="quick", help="smoke run (< 1 min)")
     size.add_argument("--full", action="store_const", dest="preset", const="full", help="the real answer (hours)")
     parser.set_defaults(preset="default")
-    parser.add_argument("--seeds", type=int, nargs="+", default=None, help="training seeds (default: the preset's)")
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        nargs="+",
+        default=None,
+        help="training seeds of every variant (default: the preset's, e.g. 0..19, and 0..9 for rank and pal, with "
+        "--full)",
+    )
     parser.add_argument(
         "--variants",
         nargs="+",
-        choices=sorted(VARIANTS),
-        default=["uniform", "per"],
-        help="replay variants (default: uniform per): uniform (SB3), per (proportional PER), rank (rank-based PER), "
-        "lap (loss-adjusted prioritization), pal (uniform replay with the prioritized approximation loss)",
+        choices=list(VARIANTS),
+        default=None,
+        help="replay variants (default: the preset's: uniform per, and with --full also lap la3p faded rank pal): "
+        "uniform (SB3), per (proportional PER), rank (rank-based PER), lap (loss-adjusted prioritization), pal "
+        "(uniform replay with the prioritized approximation loss), la3p (actor prioritized replay: LAP for the "
+        "critic, 1/priority for the actor), faded (PER whose priorities halve every --half-life env steps)",
     )
     parser.add_argument(
         "--backend",
@@ -191,6 +264,7 @@ def compare_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--no-progress-bar", action="store_true", help="hide the progress bar over runs")
     _add_run_options(parser, defaults_from_preset=True)
+    _add_walk_forward_options(parser)
     return parser
 
 
@@ -199,10 +273,11 @@ def compare_main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser = compare_parser()
     args = parser.parse_args(argv)
     preset = PRESETS[args.preset]
-    base = _config(parser, **{**preset.overrides, **_given_run_options(args)})
-    seeds = args.seeds if args.seeds is not None else list(range(preset.n_seeds))
-    for flag, values in (("--seeds", seeds), ("--variants", args.variants)):
-        if len(set(values)) != len(values):
+    fields = {**preset.overrides, **_given_run_options(args)}
+    fields.update(_walk_forward_fields(parser, args, fields.get("env_kwargs", {})))
+    base = _config(parser, **fields)
+    for flag, values in (("--seeds", args.seeds), ("--variants", args.variants)):
+        if values is not None and len(set(values)) != len(values):
             parser.error(f"{flag} lists a value twice: {values}")
     if args.workers is not None and args.workers < 1:
         parser.error(f"--workers must be >= 1, got {args.workers}")
@@ -216,7 +291,7 @@ def compare_main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             parser.error('--backend ray needs Ray: pip install "sb3-per[ray]"')
     out = args.out if args.out is not None else preset.out_dir
     try:  # the base config passed its checks: what can still be wrong is a seed (negative, an evaluation episode's)
-        configs = plan_runs(base, args.variants, seeds)
+        configs = plan_runs(base, preset.plan(args.variants, args.seeds))
     except ValueError as error:
         parser.error(f"--seeds: {error}")
     command = shlex.join(["python", "scripts/compare.py", *(sys.argv[1:] if argv is None else argv)])

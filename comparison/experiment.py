@@ -5,7 +5,12 @@ A run trains ``sb3_per.SAC`` with one replay variant on one seed, evaluates the 
 ``eval_freq`` env steps on a fixed list of held-out episode seeds (the same for every run and
 baseline, so differences between variants are not differences between episodes), and writes into
 its own directory: ``config.json``, SB3's logs (``progress.csv``, and TensorBoard events if asked),
-``model.zip`` if asked, and last, ``evaluations.csv``, whose presence marks the run as finished.
+``model.zip`` if asked, ``telemetry.csv`` (where the replay's attention goes, per regime: ``comparison.telemetry``)
+and last, ``evaluations.csv``, whose presence marks the run as finished.
+
+Every variant's buffer is tagged by the env's ``info["regime"]`` (``TAG_KEY``): the uniform ones are
+``sb3_per.TaggedReplayBuffer``, which samples exactly what SB3's ``ReplayBuffer`` samples, so that uniform runs
+report the same telemetry as the prioritized ones and still train as SB3's SAC does.
 """
 
 from __future__ import annotations
@@ -29,12 +34,16 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import configure
 
 import envs  # noqa: F401  (registers PairsTrading-v0)
-from comparison.schema import CONFIG_FILE, EVALUATIONS_FILE, METRIC_COLUMNS, MODEL_FILE
+from comparison.schema import CONFIG_FILE, EVALUATIONS_FILE, METRIC_COLUMNS, MODEL_FILE, TELEMETRY_FILE
+from comparison.telemetry import logged_telemetry, telemetry_table
 from envs import SUMMARY_KEYS, FlatPolicy, ZScorePolicy
-from sb3_per import SAC, PrioritizedBufferMixin, PrioritizedReplayBuffer
-from sb3_per.buffers import check_per_parameters
+from sb3_per import SAC, PrioritizedBufferMixin, PrioritizedReplayBuffer, TaggedReplayBuffer
+from sb3_per.buffers import check_per_parameters, check_priority_half_life
+from sb3_per.per_algorithm import LAP_PRIORITY_MODES, check_per_mode
 
 DEFAULT_ENV_ID = "envs:PairsTrading-v0"
+#: The ``info`` key every run's replay buffer tags its transitions by (the env's hidden regime).
+TAG_KEY = "regime"
 
 
 @dataclass(frozen=True)
@@ -42,31 +51,39 @@ class ReplayVariant:
     """
     How one variant of the comparison replays (its exponents and betas live in ``RunConfig``).
 
+    The twin critics' TD errors are combined as ``sb3_per`` does by default: the max for LAP, PAL and LA3P (their
+    authors' choice), the mean for PER.
+
     :param buffer_class: the replay buffer class
-    :param per_mode: ``sb3_per.SAC``'s ``per_mode``: ``"per"`` (IS-weighted loss), ``"lap"`` or ``"pal"``
+    :param per_mode: ``sb3_per.SAC``'s ``per_mode``: ``"per"`` (IS-weighted loss), ``"lap"``, ``"pal"`` or ``"la3p"``
     :param prioritization: the prioritized buffer's ``prioritization``: ``"proportional"`` or ``"rank"``
-    :param td_error_reduction: how the twin critics' TD errors are combined (LAP and PAL take the max, as
-        their paper does)
+    :param inverse_sampling: the prioritized buffer also samples in proportion to ``1 / priority`` (LA3P's actor)
+    :param faded: the prioritized buffer's priorities fade with age, with half-life ``RunConfig.half_life``
     """
 
     buffer_class: type[ReplayBuffer]
     per_mode: str = "per"
     prioritization: str = "proportional"
-    td_error_reduction: str = "mean"
+    inverse_sampling: bool = False
+    faded: bool = False
 
 
 # Replay variants by name.
 VARIANTS: dict[str, ReplayVariant] = {
-    # SB3's uniform replay
-    "uniform": ReplayVariant(ReplayBuffer),
+    # SB3's uniform replay (TaggedReplayBuffer: the same samples, plus their tags)
+    "uniform": ReplayVariant(TaggedReplayBuffer),
     # Schaul et al. 2016, proportional: P(i) ~ p_i ** alpha, IS-weighted critic loss
     "per": ReplayVariant(PrioritizedReplayBuffer),
     # Schaul et al. 2016, rank-based: P(i) ~ (1 / rank(i)) ** alpha, IS-weighted critic loss
     "rank": ReplayVariant(PrioritizedReplayBuffer, prioritization="rank"),
     # Fujimoto et al. 2020: P(i) ~ max(|d_i|, 1) ** alpha, unweighted Huber loss
-    "lap": ReplayVariant(PrioritizedReplayBuffer, per_mode="lap", td_error_reduction="max"),
+    "lap": ReplayVariant(PrioritizedReplayBuffer, per_mode="lap"),
     # Fujimoto et al. 2020: uniform replay with the loss whose expected gradient is LAP's
-    "pal": ReplayVariant(ReplayBuffer, per_mode="pal", td_error_reduction="max"),
+    "pal": ReplayVariant(TaggedReplayBuffer, per_mode="pal"),
+    # Saglam et al. 2023: critic on uniform (PAL loss) + LAP-prioritized parts, actor on uniform + 1/p parts
+    "la3p": ReplayVariant(PrioritizedReplayBuffer, per_mode="la3p", inverse_sampling=True),
+    # Proportional PER whose priorities fade: p_i * 2 ** (-age_i / half_life), age in env steps since written
+    "faded": ReplayVariant(PrioritizedReplayBuffer, faded=True),
 }
 
 
@@ -79,17 +96,22 @@ class RunConfig:
     :param seed: seed of SAC, the training env and the replay sampling
     :param total_steps: env steps to train for
     :param env_id: Gymnasium id of the env
-    :param env_kwargs: keyword arguments of the env
+    :param env_kwargs: keyword arguments of the training env
+    :param eval_env_kwargs: keyword arguments of the evaluation env (and the baselines'); None: ``env_kwargs``
+        (a walk-forward comparison trains on earlier prices than it evaluates on)
     :param eval_freq: evaluate every this many env steps (and at step 0 and at the end)
     :param eval_episodes: evaluation episodes per evaluation
     :param eval_seed: seed of the first evaluation episode; episode ``i`` uses ``eval_seed + i``
     :param alpha: priority exponent of the ``per`` and ``rank`` variants (Schaul et al. 2016)
-    :param beta_start: importance-sampling exponent of ``per`` and ``rank`` at the start; annealed to
-        ``beta_end`` over the run's own gradient steps (not a fixed 200k-call schedule that a short run would
-        never finish)
+    :param beta_start: importance-sampling exponent of the prioritized variants at the start; annealed to
+        ``beta_end`` with the run's training progress (``beta_anneal_steps="auto"``, not a fixed 200k-call
+        schedule that a short run would never finish)
     :param beta_end: importance-sampling exponent at the end of the run
     :param epsilon: priority offset
-    :param lap_alpha: exponent of the ``lap`` and ``pal`` variants (0.4, as in Fujimoto et al. 2020)
+    :param lap_alpha: exponent of the ``lap``, ``pal`` and ``la3p`` variants (0.4, as in Fujimoto et al. 2020
+        and Saglam et al. 2023)
+    :param la3p_fraction: LA3P's prioritized share of each batch, in (0, 1] (0.5, as its authors)
+    :param half_life: half-life of the ``faded`` variant's priorities, in env steps
     :param net_arch: hidden layers of the actor and critics
     :param learning_rate: Adam learning rate
     :param learning_starts: env steps collected before training starts
@@ -104,6 +126,7 @@ class RunConfig:
     total_steps: int = 30_000
     env_id: str = DEFAULT_ENV_ID
     env_kwargs: dict[str, Any] = field(default_factory=dict)
+    eval_env_kwargs: dict[str, Any] | None = None
     eval_freq: int = 5_000
     eval_episodes: int = 30
     eval_seed: int = 1_000_000
@@ -112,6 +135,8 @@ class RunConfig:
     beta_end: float = 1.0
     epsilon: float = 1e-6
     lap_alpha: float = 0.4
+    la3p_fraction: float = 0.5
+    half_life: float = 20_000.0
     net_arch: tuple[int, ...] = (64, 64)
     learning_rate: float = 3e-4
     learning_starts: int = 1_000
@@ -148,12 +173,19 @@ class RunConfig:
         _check_ent_coef(self.ent_coef)
         check_per_parameters(self.alpha, self.beta_start, self.beta_end, epsilon=self.epsilon)
         check_per_parameters(self.lap_alpha, self.beta_start, self.beta_end, epsilon=self.epsilon)
+        check_per_mode(VARIANTS[self.variant].per_mode, self.lap_alpha, la3p_fraction=self.la3p_fraction)
+        check_priority_half_life(self.half_life, self.buffer_size)
         object.__setattr__(self, "net_arch", tuple(self.net_arch))
 
     @property
     def run_name(self) -> str:
         """Directory name of the run: ``{variant}_s{seed}``."""
         return f"{self.variant}_s{self.seed}"
+
+    @property
+    def evaluation_env_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of the evaluation and baseline envs."""
+        return self.env_kwargs if self.eval_env_kwargs is None else self.eval_env_kwargs
 
     @property
     def eval_seeds(self) -> list[int]:
@@ -177,18 +209,23 @@ class RunConfig:
             raise ValueError(f"not a RunConfig: {error}") from None
 
     def replay_kwargs(self) -> dict[str, Any]:
-        """``replay_buffer_kwargs`` of the variant: a prioritized buffer's parameters, beta annealed over this run."""
+        """
+        ``replay_buffer_kwargs`` of the variant: the tag key (a plain SB3 ``ReplayBuffer`` has none), and a
+        prioritized buffer's parameters, beta annealed over this run.
+        """
         variant = VARIANTS[self.variant]
         if not issubclass(variant.buffer_class, PrioritizedBufferMixin):
-            return {}
-        gradient_steps = self.total_steps - self.learning_starts
+            return dict(tag_key=TAG_KEY) if issubclass(variant.buffer_class, TaggedReplayBuffer) else {}
         return dict(
-            alpha=self.lap_alpha if variant.per_mode == "lap" else self.alpha,
+            alpha=self.lap_alpha if variant.per_mode in LAP_PRIORITY_MODES else self.alpha,
             beta_start=self.beta_start,
             beta_end=self.beta_end,
-            beta_anneal_steps=max(1, gradient_steps),
+            beta_anneal_steps="auto",
             epsilon=self.epsilon,
             prioritization=variant.prioritization,
+            inverse_sampling=variant.inverse_sampling,
+            priority_half_life=self.half_life if variant.faded else None,
+            tag_key=TAG_KEY,
         )
 
 
@@ -218,8 +255,9 @@ def make_model(config: RunConfig, env: Any) -> SAC:
         replay_buffer_class=VARIANTS[config.variant].buffer_class,
         replay_buffer_kwargs=config.replay_kwargs(),
         per_mode=VARIANTS[config.variant].per_mode,
-        td_error_reduction=VARIANTS[config.variant].td_error_reduction,
         pal_alpha=config.lap_alpha,
+        la3p_fraction=config.la3p_fraction,
+        la3p_budget="matched",
         policy_kwargs=dict(net_arch=list(config.net_arch)),
         seed=config.seed,
         device="cpu",
@@ -282,7 +320,9 @@ def evaluate(policy: Any, eval_envs: Sequence[gym.Env], seeds: Sequence[int]) ->
 class PeriodicEvaluation(BaseCallback):
     """
     Evaluates the model at step 0, every ``eval_freq`` env steps, and at the end of training,
-    on fixed episode seeds; keeps the rows and records ``eval/*`` through the model's logger.
+    on fixed episode seeds; keeps the rows and records ``eval/*`` through the model's logger. Before each
+    evaluation's dump it also keeps the replay telemetry the model logged (``comparison.telemetry``), for
+    every tag its buffer holds (none for an untagged buffer).
 
     :param eval_envs: one env per evaluation seed
     :param seeds: evaluation episode seeds
@@ -293,9 +333,17 @@ class PeriodicEvaluation(BaseCallback):
         super().__init__()
         self.eval_envs, self.seeds, self.eval_freq = eval_envs, list(seeds), eval_freq
         self.rows: list[dict[str, float]] = []
+        self.telemetry_rows: list[dict[str, float]] = []
         self._next_eval = 0
 
+    def _stored_tags(self) -> list[int]:
+        """The tags in the model's replay buffer (as of its last training call: nothing is added before the next)."""
+        buffer: Any = getattr(self.model, "replay_buffer", None)  # an off-policy algorithm's
+        return list(buffer.tag_buffer_shares()) if getattr(buffer, "tagged", False) else []
+
     def _evaluate(self) -> None:
+        # Read before this evaluation's dump clears the logger's values.
+        self.telemetry_rows += logged_telemetry(self.logger.name_to_value, self.num_timesteps, self._stored_tags())
         metrics = evaluate(self.model, self.eval_envs, self.seeds)
         self.rows.append({"step": self.num_timesteps, **metrics})
         for key in ("mean_return", "sharpe", "max_drawdown"):
@@ -326,7 +374,8 @@ def train_run(
     save_model: bool = False,
 ) -> pd.DataFrame:
     """
-    Train and evaluate one run; write its files into ``run_dir`` and return its evaluation rows.
+    Train and evaluate one run; write its files into ``run_dir`` (``telemetry.csv``, then ``evaluations.csv``
+    last) and return its evaluation rows.
 
     :param config: the run
     :param run_dir: its output directory (created)
@@ -343,9 +392,8 @@ def train_run(
     env = make_vec_env(config.env_id, n_envs=1, seed=config.seed, env_kwargs=config.env_kwargs)
     model = make_model(config, env)
     model.set_logger(configure(str(run_dir), list(log_formats)))
-    evaluation = PeriodicEvaluation(
-        make_eval_envs(config.env_id, config.env_kwargs, config.eval_episodes), config.eval_seeds, config.eval_freq
-    )
+    eval_envs = make_eval_envs(config.env_id, config.evaluation_env_kwargs, config.eval_episodes)
+    evaluation = PeriodicEvaluation(eval_envs, config.eval_seeds, config.eval_freq)
     model.learn(config.total_steps, callback=evaluation, progress_bar=progress_bar)
     if save_model:
         model.save(run_dir / MODEL_FILE)
@@ -354,6 +402,8 @@ def train_run(
     rows.insert(1, "variant", config.variant)
     rows.insert(2, "seed", config.seed)
     rows = rows[["run", "variant", "seed", "step", *METRIC_COLUMNS]]
+    telemetry = telemetry_table(evaluation.telemetry_rows, list(rows["step"]), config.variant, config.seed)
+    write_csv_atomically(telemetry, run_dir / TELEMETRY_FILE)
     write_csv_atomically(rows, run_dir / EVALUATIONS_FILE)
     return rows
 

@@ -1,5 +1,5 @@
 """
-The comparison's plots: learning curves and final return per regime.
+The comparison's plots: learning curves, final return per regime, and where each replay's attention goes.
 
 Plots use matplotlib's object API (:class:`matplotlib.figure.Figure` with the Agg canvas), so importing this module
 or calling its functions changes no global matplotlib state.
@@ -10,14 +10,24 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.ticker import EngFormatter
 
-from comparison.schema import BASELINE_COLUMNS, EVALUATION_COLUMNS, REGIME_RETURN_COLUMNS, REGIMES, check_columns
+from comparison.schema import (
+    BASELINE_COLUMNS,
+    EVALUATION_COLUMNS,
+    REGIME_RETURN_COLUMNS,
+    REGIMES,
+    TELEMETRY_COLUMNS,
+    check_columns,
+    tag_name,
+)
 from comparison.statistics import DEFAULT_BOOTSTRAP, FEW_SEEDS, BootstrapSettings, RngLike, bootstrap_ci
 from comparison.tables import final_returns, variant_order
 
@@ -220,4 +230,68 @@ def regime_returns_figure(
     ax.set_title("Final return per regime")
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize="small")
+    return figure
+
+
+# How each share is drawn in the replay-attention panels: (column, label, line style, line width).
+_SHARE_STYLES: tuple[tuple[str, str, Literal["-", "--", ":"], float], ...] = (
+    ("sample_share", "sampled", "-", 1.8),
+    ("priority_share", "priority mass", "--", 1.4),
+    ("buffer_share", "stored", ":", 1.4),
+)
+
+
+def plot_replay_attention(telemetry: pd.DataFrame, path: str | Path) -> Path:
+    """
+    Write :func:`replay_attention_figure` as a PNG.
+
+    :param telemetry: the telemetry (columns :data:`TELEMETRY_COLUMNS`), with rows
+    :param path: where to write the PNG
+    :return: the path written
+    """
+    path = Path(path)
+    replay_attention_figure(telemetry).savefig(path, dpi=120)
+    return path
+
+
+def replay_attention_figure(telemetry: pd.DataFrame) -> Figure:
+    """
+    Where each replay's attention goes: per variant a panel with, per regime (tag), its share of the sampled
+    transitions (solid), of the priority mass (dashed; prioritized buffers only) and of the stored transitions
+    (dotted) against env steps, each the mean over seeds at each evaluation step.
+
+    :param telemetry: the telemetry (columns :data:`TELEMETRY_COLUMNS`), with rows
+    :return: the figure (on an Agg canvas)
+    """
+    check_columns(telemetry, TELEMETRY_COLUMNS, "telemetry")
+    order = variant_order(telemetry["variant"])
+    tags = sorted(telemetry["tag"].unique().tolist())
+    colors = {tag: f"C{i}" for i, tag in enumerate(tags)}
+    n_columns = min(len(order), 3)
+    n_rows = math.ceil(len(order) / n_columns)
+    figure = _new_figure(4.2 * n_columns, 3.3 * n_rows + 0.6)
+    axes = np.atleast_1d(figure.subplots(n_rows, n_columns, sharex=True, sharey=True, squeeze=False)).ravel()
+    means = telemetry.groupby(["variant", "tag", "step"], sort=True).mean(numeric_only=True)
+    for ax, variant in zip(axes, order, strict=False):
+        n_seeds = telemetry.loc[telemetry["variant"] == variant, "seed"].nunique()
+        for tag in tags:
+            if (variant, tag) not in means.index.droplevel("step"):
+                continue
+            curves = means.loc[(variant, tag)]
+            for column, _, style, width in _SHARE_STYLES:
+                ax.plot(curves.index, curves[column], color=colors[tag], linestyle=style, linewidth=width)
+        ax.set_title(f"{variant} (mean of {n_seeds} seed{'s' if n_seeds != 1 else ''})", fontsize="medium")
+        ax.set_ylim(0.0, 1.0)
+        ax.grid(alpha=0.3)
+        ax.xaxis.set_major_formatter(EngFormatter(sep=""))
+    for ax in axes[len(order) :]:
+        ax.set_visible(False)
+    for ax in axes[(n_rows - 1) * n_columns :]:
+        ax.set_xlabel("Environment steps")
+    for ax in axes[::n_columns]:
+        ax.set_ylabel("Share")
+    handles = [Line2D([], [], color=colors[tag], linewidth=3, label=tag_name(tag)) for tag in tags]
+    handles += [Line2D([], [], color="gray", linestyle=s, linewidth=w, label=label) for _, label, s, w in _SHARE_STYLES]
+    figure.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize="small")
+    figure.suptitle("Where each replay's attention goes, per regime", fontsize="medium")
     return figure

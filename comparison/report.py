@@ -11,17 +11,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from comparison.plots import plot_learning_curves, plot_regime_returns
+from comparison.plots import plot_learning_curves, plot_regime_returns, plot_replay_attention
 from comparison.schema import (
     BASELINES_FILE,
     EVALUATIONS_FILE,
     LEARNING_CURVES_FILE,
     REGIME_RETURNS_FILE,
+    REPLAY_ATTENTION_FILE,
     SUMMARY_FILE,
+    TELEMETRY_FILE,
 )
 from comparison.statistics import DEFAULT_BOOTSTRAP, BootstrapSettings
 from comparison.summary import write_summary_md
-from comparison.tables import load_baselines, load_evaluations
+from comparison.tables import load_baselines, load_evaluations, load_telemetry
 
 
 def write_report(
@@ -33,24 +35,30 @@ def write_report(
     rng: int = 0,
 ) -> dict[str, Path]:
     """
-    Read ``out_dir/evaluations.csv`` and ``out_dir/baselines.csv``; write ``summary.md``, ``learning_curves.png``
-    and ``regime_returns.png`` into ``out_dir``.
+    Read ``out_dir/evaluations.csv``, ``out_dir/baselines.csv`` and ``out_dir/telemetry.csv`` if there is one;
+    write ``summary.md``, ``learning_curves.png``, ``regime_returns.png`` and, where the telemetry has rows,
+    ``replay_attention.png`` into ``out_dir``.
 
     :param out_dir: the comparison's output folder
     :param command: the command line that produced the CSV files (recorded in ``summary.md``)
     :param seeds: the seeds given to that command (recorded in ``summary.md``)
     :param bootstrap: resamples and coverage of all CIs
     :param rng: bootstrap seed (each output uses a generator seeded with it, so each is reproducible on its own)
-    :return: ``{"summary": ..., "learning_curves": ..., "regime_returns": ...}`` paths
-    :raises FileNotFoundError: if a CSV file is missing
+    :return: ``{"summary": ..., "learning_curves": ..., "regime_returns": ...}`` paths, and ``"replay_attention"``
+        where written
+    :raises FileNotFoundError: if ``evaluations.csv`` or ``baselines.csv`` is missing
     :raises ValueError: if a CSV file is empty or lacks required columns (the message names file and columns)
     """
     out_dir = Path(out_dir)
     evals = load_evaluations(out_dir / EVALUATIONS_FILE)
     baselines = load_baselines(out_dir / BASELINES_FILE)
+    # A comparison made before telemetry existed has none; one of untagged runs has no rows.
+    telemetry = load_telemetry(out_dir / TELEMETRY_FILE) if (out_dir / TELEMETRY_FILE).is_file() else None
     summary_path = out_dir / SUMMARY_FILE
-    write_summary_md(evals, baselines, summary_path, command=command, seeds=seeds, bootstrap=bootstrap, rng=rng)
-    return {
+    write_summary_md(
+        evals, baselines, summary_path, command=command, seeds=seeds, bootstrap=bootstrap, rng=rng, telemetry=telemetry
+    )
+    paths = {
         "summary": summary_path,
         "learning_curves": plot_learning_curves(
             evals, baselines, out_dir / LEARNING_CURVES_FILE, bootstrap=bootstrap, rng=rng
@@ -59,3 +67,6 @@ def write_report(
             evals, baselines, out_dir / REGIME_RETURNS_FILE, bootstrap=bootstrap, rng=rng
         ),
     }
+    if telemetry is not None and not telemetry.empty:
+        paths["replay_attention"] = plot_replay_attention(telemetry, out_dir / REPLAY_ATTENTION_FILE)
+    return paths

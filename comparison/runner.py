@@ -19,9 +19,9 @@ import signal
 import tempfile
 import time
 import traceback
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from multiprocessing import get_context
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
@@ -34,7 +34,14 @@ from tqdm.auto import tqdm
 
 from comparison.experiment import RunConfig, baseline_rows, configure_torch_threads, train_run, write_csv_atomically
 from comparison.report import write_report
-from comparison.schema import BASELINES_FILE, CONFIG_FILE, EVALUATIONS_FILE, RUNS_DIR
+from comparison.schema import (
+    BASELINES_FILE,
+    CONFIG_FILE,
+    EVALUATIONS_FILE,
+    RUNS_DIR,
+    TELEMETRY_COLUMNS,
+    TELEMETRY_FILE,
+)
 
 BACKENDS = ("local", "ray")
 # Seconds a terminated run process has to exit before it is killed.
@@ -49,11 +56,32 @@ class Preset:
     :param n_seeds: seeds per variant (seeds ``0 .. n_seeds - 1``)
     :param overrides: ``RunConfig`` fields this preset sets
     :param out_dir: where its runs and report go by default
+    :param variants: the replay variants it compares
+    :param fewer_seeds: the variants run on fewer seeds than ``n_seeds``, and their number of seeds
     """
 
     n_seeds: int
     overrides: dict[str, Any]
     out_dir: Path
+    variants: tuple[str, ...] = ("uniform", "per")
+    fewer_seeds: dict[str, int] = field(default_factory=dict)
+
+    def plan(self, variants: Sequence[str] | None = None, seeds: Sequence[int] | None = None) -> dict[str, list[int]]:
+        """
+        :param variants: the variants to run (default: the preset's)
+        :param seeds: the seeds of every variant (default: each variant's ``0 .. n - 1``, ``n`` as the preset says)
+        :return: the seeds of each variant, in the order of ``variants``
+        """
+        chosen = self.variants if variants is None else variants
+        if seeds is not None:
+            return {variant: list(seeds) for variant in chosen}
+        return {variant: list(range(self.fewer_seeds.get(variant, self.n_seeds))) for variant in chosen}
+
+    def describe(self) -> str:
+        """The preset's plan and settings in words, e.g. for ``--help``."""
+        counts = {variant: self.fewer_seeds.get(variant, self.n_seeds) for variant in self.variants}
+        plan = ", ".join(f"{variant} x {n}" for variant, n in counts.items())
+        return f"seeds 0.. of {plan}; {self.overrides}"
 
 
 PRESETS: dict[str, Preset] = {
@@ -65,15 +93,31 @@ PRESETS: dict[str, Preset] = {
     ),
     # The README's main command: about 10 minutes on 2 cores.
     "default": Preset(2, dict(total_steps=30_000, eval_freq=3_000, eval_episodes=30), Path("results/default")),
-    # The real answer: evaluation noise is ~0.02 per policy over 50 episodes, so 20 seeds a variant. Its runs take
-    # days of core time, so they are committed as they finish, and any machine resumes from them.
-    "full": Preset(20, dict(total_steps=100_000, eval_freq=5_000, eval_episodes=50), Path("docs/results/full")),
+    # The real answer: evaluation noise is ~0.02 per policy over 50 episodes, so 20 seeds a variant (10 for the two
+    # that earlier runs ranked lowest). Its runs take days of core time, so they are committed as they finish, and any
+    # machine resumes from them.
+    "full": Preset(
+        20,
+        dict(total_steps=100_000, eval_freq=5_000, eval_episodes=50),
+        Path("docs/results/full"),
+        variants=("uniform", "per", "lap", "la3p", "faded", "rank", "pal"),
+        fewer_seeds={"rank": 10, "pal": 10},
+    ),
 }
 
 
-def plan_runs(base: RunConfig, variants: Sequence[str], seeds: Sequence[int]) -> list[RunConfig]:
-    """One config per (seed, variant), seeds outermost so that a partial comparison stays paired."""
-    return [replace(base, variant=variant, seed=seed) for seed in seeds for variant in variants]
+def plan_runs(base: RunConfig, seeds_by_variant: Mapping[str, Sequence[int]]) -> list[RunConfig]:
+    """
+    One config per (variant, seed) of ``seeds_by_variant``, seeds outermost (in order of first appearance) and the
+    variants of each seed in the mapping's order, so that a partial comparison stays paired.
+    """
+    seeds = list(dict.fromkeys(seed for variant_seeds in seeds_by_variant.values() for seed in variant_seeds))
+    return [
+        replace(base, variant=variant, seed=seed)
+        for seed in seeds
+        for variant, variant_seeds in seeds_by_variant.items()
+        if seed in variant_seeds
+    ]
 
 
 def run_dir(out_dir: Path, config: RunConfig) -> Path:
@@ -367,6 +411,14 @@ def collect_evaluations(configs: Sequence[RunConfig], out_dir: Path) -> pd.DataF
     return pd.concat(frames, ignore_index=True)
 
 
+def collect_telemetry(configs: Sequence[RunConfig], out_dir: Path) -> pd.DataFrame:
+    """Telemetry rows of the finished runs of ``configs``, in plan order (columns ``TELEMETRY_COLUMNS``)."""
+    paths = [run_dir(out_dir, config) / TELEMETRY_FILE for config in configs if is_finished(out_dir, config)]
+    # An untagged buffer's table is empty: left out, as concatenating an empty frame would lose the columns' types.
+    frames = [frame for frame in map(pd.read_csv, paths) if not frame.empty]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(TELEMETRY_COLUMNS))
+
+
 def run_comparison(
     configs: Sequence[RunConfig],
     out_dir: Path,
@@ -387,7 +439,8 @@ def run_comparison(
     :param progress: show a progress bar over runs
     :param backend: ``"local"`` (worker processes on this machine) or ``"ray"`` (Ray tasks); see ``run_pending``
     :param ray_address: Ray cluster to join with the ray backend (default: as ``ray.init`` finds one, else local)
-    :return: ``failures`` (errors by run name) and the paths of the files written
+    :return: ``failures`` (errors by run name) and the paths of the files written (``evaluations``,
+        ``telemetry``, and the report's)
     """
     check_backend(backend, ray_address)
     if not configs:
@@ -396,16 +449,25 @@ def run_comparison(
     if len(set(names)) != len(names):
         raise ValueError(f"each (variant, seed) may appear once, got runs {names}")
     first = configs[0]
-    shared = (first.env_id, first.env_kwargs, first.eval_seeds)
-    if any((c.env_id, c.env_kwargs, c.eval_seeds) != shared for c in configs):
-        raise ValueError("every run of a comparison must use the same env, env_kwargs and evaluation episodes")
+    shared = (first.env_id, first.env_kwargs, first.evaluation_env_kwargs, first.eval_seeds)
+    if any((c.env_id, c.env_kwargs, c.evaluation_env_kwargs, c.eval_seeds) != shared for c in configs):
+        raise ValueError(
+            "every run of a comparison must use the same env, env_kwargs, eval_env_kwargs and evaluation episodes"
+        )
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     workers = workers or len(os.sched_getaffinity(0))
     failures = run_pending(configs, out_dir, workers, progress, backend=backend, ray_address=ray_address)
     evaluations = collect_evaluations(configs, out_dir)
     write_csv_atomically(evaluations, out_dir / EVALUATIONS_FILE)
-    write_csv_atomically(baseline_rows(first.env_id, first.env_kwargs, first.eval_seeds), out_dir / BASELINES_FILE)
+    write_csv_atomically(collect_telemetry(configs, out_dir), out_dir / TELEMETRY_FILE)
+    baselines = baseline_rows(first.env_id, first.evaluation_env_kwargs, first.eval_seeds)
+    write_csv_atomically(baselines, out_dir / BASELINES_FILE)
     seeds = sorted({config.seed for config in configs})
     paths = write_report(out_dir, command=command, seeds=seeds)
-    return {"failures": failures, "evaluations": out_dir / EVALUATIONS_FILE, **paths}
+    return {
+        "failures": failures,
+        "evaluations": out_dir / EVALUATIONS_FILE,
+        "telemetry": out_dir / TELEMETRY_FILE,
+        **paths,
+    }

@@ -7,11 +7,16 @@ reads (``comparison.tables`` and the modules after it), so the two cannot drift 
 Layout of a comparison's output directory (small files only, so that ``docs/results/full`` can be committed and
 resumed from on any machine)::
 
-    runs/{variant}_s{seed}/   one run: config.json, progress.csv (SB3's logger), evaluations.csv (written last:
-                              the run is finished when it exists)
+    runs/{variant}_s{seed}/   one run: config.json, progress.csv (SB3's logger), telemetry.csv (the replay's
+                              figures per tag at each evaluation), evaluations.csv (written last: the run is
+                              finished when it exists)
     evaluations.csv           every run's evaluation rows, in plan order
+    telemetry.csv             every run's telemetry rows, in plan order
     baselines.csv             the fixed policies on the same evaluation episodes
     summary.md, *.png         the report
+
+Every run tags its replay by the env's ``info["regime"]``: tag ``k`` of ``telemetry.csv`` is ``REGIMES[k]``, and -1
+(``envs.REGIME_UNKNOWN``) a transition without one (real prices).
 """
 
 from __future__ import annotations
@@ -20,8 +25,10 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-#: Hidden market regimes of the pairs-trading env, in the order they are reported.
-REGIMES: tuple[str, ...] = ("normal", "stress", "break")
+from envs import REGIME_NAMES, REGIME_UNKNOWN
+
+#: Hidden market regimes of the pairs-trading env, in the order they are reported (regime k is ``REGIMES[k]``).
+REGIMES: tuple[str, ...] = REGIME_NAMES
 #: Mean return earned in each regime, in the order of ``REGIMES``.
 REGIME_RETURN_COLUMNS: tuple[str, ...] = tuple(f"return_{regime}" for regime in REGIMES)
 #: Metric columns shared by ``evaluations.csv`` and ``baselines.csv``.
@@ -38,16 +45,29 @@ METRIC_COLUMNS: tuple[str, ...] = (
 EVALUATION_COLUMNS: tuple[str, ...] = ("run", "variant", "seed", "step", *METRIC_COLUMNS)
 #: Columns of ``baselines.csv``, in order.
 BASELINE_COLUMNS: tuple[str, ...] = ("variant", *METRIC_COLUMNS)
+#: The replay's figures per tag in ``telemetry.csv`` (``sb3_per.telemetry``'s stats of the same names).
+TELEMETRY_STATS: tuple[str, ...] = ("buffer_share", "priority_share", "sample_share", "td_error")
+#: Columns of ``telemetry.csv``, in order: one row per tag per evaluation step (NaN where a figure does not apply).
+TELEMETRY_COLUMNS: tuple[str, ...] = ("step", "variant", "seed", "tag", *TELEMETRY_STATS, "is_ess")
 
 RUNS_DIR = "runs"
 CONFIG_FILE = "config.json"
 PROGRESS_FILE = "progress.csv"
 MODEL_FILE = "model.zip"
 EVALUATIONS_FILE = "evaluations.csv"
+TELEMETRY_FILE = "telemetry.csv"
 BASELINES_FILE = "baselines.csv"
 SUMMARY_FILE = "summary.md"
 LEARNING_CURVES_FILE = "learning_curves.png"
 REGIME_RETURNS_FILE = "regime_returns.png"
+REPLAY_ATTENTION_FILE = "replay_attention.png"
+
+
+def tag_name(tag: int) -> str:
+    """The regime a telemetry tag stands for: ``REGIMES[tag]``, ``"unknown"`` for -1, else ``"tag {tag}"``."""
+    if 0 <= tag < len(REGIMES):
+        return REGIMES[tag]
+    return "unknown" if tag == REGIME_UNKNOWN else f"tag {tag}"
 
 
 def check_columns(frame: pd.DataFrame, required: Sequence[str], source: str) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from comparison.schema import REGIME_RETURN_COLUMNS
+from comparison.schema import REGIME_RETURN_COLUMNS, tag_name
 from comparison.statistics import (
     DEFAULT_BOOTSTRAP,
     FEW_SEEDS,
@@ -27,6 +27,7 @@ from comparison.tables import (
     baseline_threshold,
     censored_steps_to_threshold,
     final_returns,
+    final_telemetry,
     summary_table,
     variant_order,
 )
@@ -139,6 +140,35 @@ def _difference_line(reference: str, variant: str, diff: RelativeDifference) -> 
     return f"- **{variant} vs {reference}**, IQM of final return: {relative}{absolute}."
 
 
+def _share(value: float) -> str:
+    return _DASH if math.isnan(value) else f"{100.0 * value:.1f}%"
+
+
+def _telemetry_rows(telemetry: pd.DataFrame) -> list[str]:
+    """The replay-attention section: per variant and regime the final shares, TD error and IS ESS."""
+    lines = [
+        "## Where each replay's attention goes",
+        "",
+        "At each run's last evaluation, mean over seeds: the regime's share of the stored transitions, of the "
+        "priority mass (prioritized buffers), of the transitions sampled, the mean |TD error| of its sampled "
+        "transitions, and the IS weights' effective sample size (PER's IS-weighted variants). Over training: "
+        "replay_attention.png.",
+        "",
+        "| Variant | Regime | Stored | Priority mass | Sampled | Mean abs TD error | IS ESS |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    previous = None
+    for row in final_telemetry(telemetry).itertuples(index=False):
+        first = row.variant != previous
+        previous = row.variant
+        td_error = _DASH if math.isnan(row.td_error) else f"{row.td_error:.3g}"
+        is_ess = (_DASH if math.isnan(row.is_ess) else f"{row.is_ess:.3f}") if first else ""
+        cells = [row.variant if first else "", tag_name(row.tag), _share(row.buffer_share)]
+        cells += [_share(row.priority_share), _share(row.sample_share), td_error, is_ess]
+        lines.append("| " + " | ".join(_cell(cell) for cell in cells) + " |")
+    return ["", *lines]
+
+
 def _few_seeds_warning(final: pd.DataFrame) -> list[str]:
     """A warning line when some variant has fewer than ``FEW_SEEDS`` seeds, else nothing."""
     fewest = int(final.groupby("variant")["seed"].nunique().min())
@@ -163,10 +193,12 @@ def write_summary_md(
     bootstrap: BootstrapSettings = DEFAULT_BOOTSTRAP,
     rng: RngLike = 0,
     near_zero: float = NEAR_ZERO,
+    telemetry: pd.DataFrame | None = None,
 ) -> str:
     """
     Write ``summary.md``: the :func:`summary_table` as Markdown, the difference of each non-uniform variant vs
-    uniform (:func:`relative_difference_ci`), definitions, and the command and seeds that produced the data.
+    uniform (:func:`relative_difference_ci`), where each replay's attention goes (with ``telemetry``),
+    definitions, and the command and seeds that produced the data.
 
     Returns are printed signed with 3 decimals, Sharpe ratios with 2, steps as e.g. ``12.5k``.
 
@@ -179,6 +211,7 @@ def write_summary_md(
     :param bootstrap: resamples and coverage of all CIs
     :param rng: seed or generator for the bootstrap (deterministic given a seed)
     :param near_zero: threshold on ``|IQM(uniform)|`` below which no relative difference is reported
+    :param telemetry: the runs' telemetry (columns :data:`TELEMETRY_COLUMNS`); None or no rows: no such section
     :return: the Markdown text written
     """
     generator = np.random.default_rng(rng)
@@ -241,6 +274,9 @@ def write_summary_md(
             steps = censored_steps_to_threshold(evals, threshold)
             for variant in order[1:]:
                 lines.append(_steps_ratio_line(steps, variant, threshold_baseline, bootstrap, generator))
+
+    if telemetry is not None and not telemetry.empty:
+        lines += _telemetry_rows(telemetry)
 
     threshold = baseline_threshold(baselines, threshold_baseline)
     threshold_note = (

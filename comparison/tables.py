@@ -17,6 +17,8 @@ from comparison.schema import (
     EVALUATION_COLUMNS,
     METRIC_COLUMNS,
     REGIME_RETURN_COLUMNS,
+    TELEMETRY_COLUMNS,
+    TELEMETRY_STATS,
     check_columns,
 )
 from comparison.statistics import DEFAULT_BOOTSTRAP, BootstrapSettings, RngLike, bootstrap_ci, iqm
@@ -107,6 +109,56 @@ def load_baselines(path: str | Path) -> pd.DataFrame:
     """
     path = Path(path)
     return _validate_baselines(_read_csv(path), str(path))
+
+
+def load_telemetry(path: str | Path) -> pd.DataFrame:
+    """
+    Read and validate ``telemetry.csv``.
+
+    :param path: the CSV file, with columns :data:`TELEMETRY_COLUMNS` (it may have no rows: untagged runs)
+    :return: the telemetry, ``variant`` as str, ``seed``/``step``/``tag`` as int, the figures as float
+    :raises ValueError: if the file lacks a required column, has gaps in ``seed``/``step``/``tag`` or non-numeric
+        figures, or duplicated ``(variant, seed, step, tag)`` rows (the message names the file and column)
+    """
+    path = Path(path)
+    frame = _read_csv(path)
+    source = str(path)
+    missing = [column for column in TELEMETRY_COLUMNS if column not in frame.columns]
+    if missing:
+        raise ValueError(f"{source} is missing required column(s) {missing}; expected {list(TELEMETRY_COLUMNS)}")
+    frame["variant"] = frame["variant"].astype(str)
+    for column in ("seed", "step", "tag", *TELEMETRY_STATS, "is_ess"):
+        try:
+            numeric = pd.to_numeric(frame[column], errors="raise").astype(float)
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"{source}: column {column!r} is not numeric") from exc
+        if column in ("seed", "step", "tag") and numeric.isna().any():
+            raise ValueError(f"{source}: column {column!r} must hold integers without gaps")
+        frame[column] = numeric.astype("int64") if column in ("seed", "step", "tag") else numeric
+    duplicated = frame.duplicated(["variant", "seed", "step", "tag"])
+    if duplicated.any():
+        raise ValueError(f"{source}: duplicated (variant, seed, step, tag) rows")
+    return frame
+
+
+def final_telemetry(telemetry: pd.DataFrame) -> pd.DataFrame:
+    """
+    The replay's figures at each run's last evaluation, per variant and tag the mean over seeds.
+
+    :param telemetry: the telemetry (columns :data:`TELEMETRY_COLUMNS`)
+    :return: columns ``variant``, ``tag``, ``n_seeds``, :data:`TELEMETRY_STATS` and ``is_ess`` (NaN where no seed
+        has the figure), variants in :func:`variant_order`, tags ascending
+    """
+    check_columns(telemetry, TELEMETRY_COLUMNS, "telemetry")
+    last = telemetry.groupby(["variant", "seed"])["step"].transform("max")
+    final = telemetry.loc[telemetry["step"] == last]
+    table = (
+        final.groupby(["variant", "tag"], sort=False)
+        .agg(n_seeds=("seed", "nunique"), **{stat: (stat, "mean") for stat in (*TELEMETRY_STATS, "is_ess")})
+        .reset_index()
+    )
+    rank = table["variant"].map({variant: i for i, variant in enumerate(variant_order(telemetry["variant"]))})
+    return table.assign(_rank=rank).sort_values(["_rank", "tag"]).drop(columns="_rank").reset_index(drop=True)
 
 
 def variant_order(variants: Iterable[str]) -> list[str]:

@@ -23,7 +23,7 @@ from comparison.experiment import (
     train_run,
 )
 from comparison.runner import PRESETS, is_finished, plan_runs, run_dir
-from comparison.schema import METRIC_COLUMNS
+from comparison.schema import METRIC_COLUMNS, TELEMETRY_COLUMNS
 from comparison.statistics import iqm
 from envs import ZScorePolicy, run_episodes
 from sb3_per import SAC, PrioritizedReplayBuffer
@@ -92,10 +92,14 @@ def test_baselines_are_evaluated_on_the_given_episodes():
     assert rows.set_index("variant").loc["zscore", "turnover"] > 0
 
 
-def test_per_beta_is_annealed_over_the_runs_own_gradient_steps():
-    config = RunConfig(variant="per", total_steps=30_000, learning_starts=1_000)
-    assert config.replay_kwargs()["beta_anneal_steps"] == 29_000
-    assert RunConfig(variant="uniform").replay_kwargs() == {}
+@pytest.mark.parametrize("variant", ["per", "rank", "lap", "la3p", "faded"])
+def test_prioritized_variants_anneal_beta_with_the_runs_training_progress(variant):
+    assert RunConfig(variant=variant).replay_kwargs()["beta_anneal_steps"] == "auto"
+
+
+@pytest.mark.parametrize("variant", ["uniform", "pal"])
+def test_uniform_variants_only_tag_their_replay(variant):
+    assert RunConfig(variant=variant).replay_kwargs() == {"tag_key": "regime"}
 
 
 @pytest.mark.parametrize(
@@ -108,6 +112,9 @@ def test_per_beta_is_annealed_over_the_runs_own_gradient_steps():
         (dict(alpha=-1.0), "alpha"),
         (dict(beta_start=2.0), "beta_start"),
         (dict(eval_episodes=0), "eval_episodes"),
+        (dict(half_life=0.0), "priority_half_life"),
+        (dict(half_life=100.0, buffer_size=1_000_000), "priority_half_life"),
+        (dict(la3p_fraction=1.5), "la3p_fraction"),
     ],
 )
 def test_run_config_rejects_bad_settings(fields, message):
@@ -151,35 +158,44 @@ def test_train_cli_runs_one_evaluated_run_and_writes_its_files(tmp_path):
     assert (evaluations["n_episodes"] == 3).all()
     progress = pd.read_csv(directory / "progress.csv")
     assert "train/per_beta" in progress.columns and "eval/mean_return" in progress.columns
+    telemetry = pd.read_csv(directory / "telemetry.csv")
+    assert set(telemetry["step"]) == {0, 200, 400} and telemetry["priority_share"].notna().any()
 
 
 @pytest.mark.parametrize(
-    ("variant", "buffer_class", "per_mode", "prioritization", "alpha"),
+    ("variant", "buffer_class", "per_mode", "prioritization", "alpha", "inverse", "half_life"),
     [
-        ("uniform", "ReplayBuffer", "per", None, None),
-        ("per", "PrioritizedReplayBuffer", "per", "proportional", 0.7),
-        ("rank", "PrioritizedReplayBuffer", "per", "rank", 0.7),
-        ("lap", "PrioritizedReplayBuffer", "lap", "proportional", 0.3),
-        ("pal", "ReplayBuffer", "pal", None, None),
+        ("uniform", "TaggedReplayBuffer", "per", None, None, False, None),
+        ("per", "PrioritizedReplayBuffer", "per", "proportional", 0.7, False, None),
+        ("rank", "PrioritizedReplayBuffer", "per", "rank", 0.7, False, None),
+        ("lap", "PrioritizedReplayBuffer", "lap", "proportional", 0.3, False, None),
+        ("pal", "TaggedReplayBuffer", "pal", None, None, False, None),
+        ("la3p", "PrioritizedReplayBuffer", "la3p", "proportional", 0.3, True, None),
+        ("faded", "PrioritizedReplayBuffer", "per", "proportional", 0.7, False, 5_000.0),
     ],
 )
 def test_each_variant_builds_the_algorithm_and_buffer_of_its_paper(
-    variant, buffer_class, per_mode, prioritization, alpha
+    variant, buffer_class, per_mode, prioritization, alpha, inverse, half_life
 ):
-    config = RunConfig(variant=variant, alpha=0.7, lap_alpha=0.3, total_steps=1_000, learning_starts=100)
+    config = RunConfig(variant=variant, alpha=0.7, lap_alpha=0.3, la3p_fraction=0.25, half_life=5_000.0)
     env = gym.make("envs:PairsTrading-v0")
     model = make_model(config, env)
     assert type(model.replay_buffer).__name__ == buffer_class
+    assert model.replay_buffer.tag_key == "regime"
     assert model.per_mode == per_mode
-    assert model.td_error_reduction == ("max" if variant in ("lap", "pal") else "mean")
+    assert model.td_error_reduction == ("max" if variant in ("lap", "pal", "la3p") else "mean")
     if prioritization is None:
         assert not isinstance(model.replay_buffer, PrioritizedReplayBuffer)
     else:
         assert (model.replay_buffer.prioritization, model.replay_buffer.alpha) == (prioritization, alpha)
-        assert model.replay_buffer.beta_anneal_steps == 900
-    if variant == "pal":
+        assert model.replay_buffer.beta_anneal_steps == "auto"
+        assert model.replay_buffer.inverse_sampling is inverse
+        assert model.replay_buffer.priority_half_life == half_life
+    if variant in ("pal", "la3p"):
         assert model.pal_alpha == 0.3
-    assert set(VARIANTS) == {"uniform", "per", "rank", "lap", "pal"}
+    if variant == "la3p":
+        assert (model.la3p_fraction, model.la3p_budget) == (0.25, "matched")
+    assert set(VARIANTS) == {"uniform", "per", "rank", "lap", "pal", "la3p", "faded"}
 
 
 def test_the_rank_lap_and_pal_variants_run_end_to_end_in_the_quick_comparison(tmp_path):
@@ -198,10 +214,16 @@ def test_quick_comparison_end_to_end_then_resumes_without_rerunning(tmp_path):
     argv = ["--quick", "--out", str(tmp_path), "--workers", "2", "--no-progress-bar", *TINY]
     result = compare_main(argv)
     assert result["failures"] == {}
-    for name in ("evaluations.csv", "baselines.csv", "summary.md", "learning_curves.png", "regime_returns.png"):
+    files = ("evaluations.csv", "telemetry.csv", "baselines.csv", "summary.md", "learning_curves.png")
+    for name in (*files, "regime_returns.png", "replay_attention.png"):
         assert (tmp_path / name).stat().st_size > 0
-    for name in ("learning_curves.png", "regime_returns.png"):
+    for name in ("learning_curves.png", "regime_returns.png", "replay_attention.png"):
         assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    telemetry = pd.read_csv(tmp_path / "telemetry.csv")
+    assert list(telemetry.columns) == list(TELEMETRY_COLUMNS)
+    assert set(zip(telemetry["variant"], telemetry["seed"], strict=True)) == {
+        (variant, seed) for variant in ("uniform", "per") for seed in (0, 1)
+    }
 
     evaluations = pd.read_csv(tmp_path / "evaluations.csv")
     assert set(zip(evaluations["variant"], evaluations["seed"], strict=True)) == {
@@ -212,17 +234,20 @@ def test_quick_comparison_end_to_end_then_resumes_without_rerunning(tmp_path):
     assert set(baselines["variant"]) == {"zscore", "flat"}
 
     summary = (tmp_path / "summary.md").read_text()
+    assert "## Where each replay's attention goes" in summary
+    assert re.search(r"^\| uniform \| normal \| \d+\.\d% \| — \| \d+\.\d% \|", summary, re.MULTILINE), summary
     finals = evaluations.sort_values("step").groupby("run").tail(1)
     for variant in ("uniform", "per"):
         row = re.search(rf"^\| {variant} \| 2 \| ([+-]\d+\.\d+) ", summary, re.MULTILINE)
         assert row is not None, summary
         assert float(row.group(1)) == pytest.approx(iqm(finals[finals["variant"] == variant]["mean_return"]), abs=5e-4)
 
-    configs = plan_runs(RunConfig(), ["uniform", "per"], [0, 1])
+    configs = plan_runs(RunConfig(), {"uniform": [0, 1], "per": [0, 1]})
     for config in configs:  # only the small files a clone can commit: no model, no TensorBoard events
         names = {path.name for path in run_dir(tmp_path, config).iterdir()}
-        assert names == {"config.json", "progress.csv", "evaluations.csv"}
-    files = [run_dir(tmp_path, c) / name for c in configs for name in ("progress.csv", "evaluations.csv")]
+        assert names == {"config.json", "progress.csv", "telemetry.csv", "evaluations.csv"}
+    run_files = ("progress.csv", "telemetry.csv", "evaluations.csv")
+    files = [run_dir(tmp_path, c) / name for c in configs for name in run_files]
     written = {path: path.stat().st_mtime_ns for path in files}
     compare_main(argv)
     assert {path: path.stat().st_mtime_ns for path in files} == written
@@ -322,3 +347,52 @@ def test_compare_help_gives_each_presets_net_arch(capsys):
         arch = preset.overrides.get("net_arch", RunConfig().net_arch)
         assert f"{' '.join(map(str, arch))} for {name}" in text
     assert PRESETS["quick"].overrides["net_arch"] != RunConfig().net_arch  # the case the help once got wrong
+
+
+def _planned(argv, monkeypatch, tmp_path) -> tuple[list[RunConfig], Path]:
+    """The configs and output directory that ``compare_main(argv)`` hands to the runner (which is not run)."""
+    given = {}
+
+    def capture(configs, out, **_):
+        given.update(configs=configs, out=out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "summary.md").write_text("stub")
+        return {"failures": {}}
+
+    monkeypatch.setattr("comparison.cli.run_comparison", capture)
+    monkeypatch.chdir(tmp_path)  # the default --out is relative: keep the stub's files out of the repository
+    compare_main(argv)
+    return given["configs"], given["out"]
+
+
+def test_the_full_preset_plans_twenty_seeds_of_five_variants_and_ten_of_rank_and_pal_seeds_outermost(
+    monkeypatch, tmp_path
+):
+    configs, out = _planned(["--full"], monkeypatch, tmp_path)
+    assert out == Path("docs/results/full")
+    runs = [(config.seed, config.variant) for config in configs]
+    main_five, fewer = ["uniform", "per", "lap", "la3p", "faded"], ["rank", "pal"]
+    expected = [(seed, variant) for seed in range(20) for variant in main_five + (fewer if seed < 10 else [])]
+    assert runs == expected and len(runs) == 5 * 20 + 2 * 10
+    assert {(c.total_steps, c.eval_episodes, c.eval_freq) for c in configs} == {(100_000, 50, 5_000)}
+
+
+def test_variants_and_seeds_given_on_the_command_line_override_the_presets_plan(monkeypatch, tmp_path):
+    configs, _ = _planned(["--full", "--variants", "rank", "uniform"], monkeypatch, tmp_path)
+    assert [(c.seed, c.variant) for c in configs[:3]] == [(0, "rank"), (0, "uniform"), (1, "rank")]
+    assert len(configs) == 10 + 20
+    configs, _ = _planned(["--full", "--seeds", "4", "2", "--variants", "pal"], monkeypatch, tmp_path)
+    assert [(c.seed, c.variant) for c in configs] == [(4, "pal"), (2, "pal")]
+
+
+def test_a_validation_run_of_the_faded_half_life_uses_its_own_seeds_and_evaluation_episodes(monkeypatch, tmp_path):
+    argv = ["--seeds", "100", "101", "--variants", "faded", "--eval-seed", "2000000", "--half-life", "5000"]
+    configs, out = _planned([*argv, "--out", "results/validation/h5000"], monkeypatch, tmp_path)
+    assert [(c.variant, c.seed, c.half_life, c.eval_seed) for c in configs] == [
+        ("faded", 100, 5000.0, 2_000_000),
+        ("faded", 101, 5000.0, 2_000_000),
+    ]
+    assert out == Path("results/validation/h5000")
+    assert configs[0].replay_kwargs()["priority_half_life"] == 5000.0
+    la3p, _ = _planned(["--variants", "la3p", "--la3p-fraction", "0.25"], monkeypatch, tmp_path)
+    assert {c.la3p_fraction for c in la3p} == {0.25}

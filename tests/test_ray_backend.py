@@ -78,10 +78,12 @@ def test_ray_backend_runs_the_tiny_comparison_then_resumes_without_rerunning(ray
         assert (out / name).stat().st_size > 0
     for name in RUNS:
         files = {path.name for path in (out / "runs" / name).iterdir()}
-        assert files == {"config.json", "progress.csv", "evaluations.csv"}  # the small files only, no .tmp left
+        # the small files only, no .tmp left
+        assert files == {"config.json", "progress.csv", "telemetry.csv", "evaluations.csv"}
         assert list(pd.read_csv(out / "runs" / name / "evaluations.csv")["step"]) == [0, 100, 200, 300]
     evaluations = pd.read_csv(out / "evaluations.csv")
     assert set(evaluations["run"]) == set(RUNS)
+    assert set(pd.read_csv(out / "telemetry.csv")["variant"]) == {"uniform", "per"}
 
     written = {path: path.stat().st_mtime_ns for path in (out / "runs").rglob("*")}
 
@@ -122,9 +124,8 @@ def test_a_run_computes_the_same_on_the_local_backend_which_never_imports_ray(ra
     local_run = tmp_path / "runs" / "per_s0"
     assert (local_run / "config.json").read_text() == (ray_run / "config.json").read_text()
     # Every column of every row, exactly: same seeds, one torch thread, the same CPU code on both backends.
-    pd.testing.assert_frame_equal(
-        pd.read_csv(local_run / "evaluations.csv"), pd.read_csv(ray_run / "evaluations.csv"), check_exact=True
-    )
+    for name in ("evaluations.csv", "telemetry.csv"):
+        pd.testing.assert_frame_equal(pd.read_csv(local_run / name), pd.read_csv(ray_run / name), check_exact=True)
     assert sorted(p.name for p in local_run.iterdir()) == sorted(p.name for p in ray_run.iterdir())
 
 
