@@ -39,6 +39,7 @@ _RUN_OPTIONS: tuple[tuple[str, str, Any, str], ...] = (
     ("--beta-end", "beta_end", float, "PER importance-sampling exponent at the end of the run"),
     ("--epsilon", "epsilon", float, "PER priority offset"),
     ("--lap-alpha", "lap_alpha", float, "exponent of the lap, pal and la3p variants"),
+    ("--lap-min-priority", "lap_min_priority", float, "LAP's priority floor and Huber threshold (lap, pal, la3p)"),
     ("--la3p-fraction", "la3p_fraction", float, "LA3P's prioritized share of each batch, in (0, 1]"),
     ("--half-life", "half_life", float, "half-life of the faded variant's priorities, in env steps"),
     ("--learning-rate", "learning_rate", float, "Adam learning rate"),
@@ -288,7 +289,7 @@ def compare_main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         if args.workers is not None:
             parser.error("--workers applies to --backend local; Ray runs as many runs as the cluster has free CPUs")
         if importlib.util.find_spec("ray") is None:
-            parser.error('--backend ray needs Ray: pip install "sb3-per[ray]"')
+            parser.error('--backend ray needs Ray: pip install -e ".[ray]" from the clone')
     out = args.out if args.out is not None else preset.out_dir
     try:  # the base config passed its checks: what can still be wrong is a seed (negative, an evaluation episode's)
         configs = plan_runs(base, preset.plan(args.variants, args.seeds))
@@ -319,8 +320,8 @@ def compare_main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     print((out / "summary.md").read_text())
     shared = {k: v for k, v in dataclasses.asdict(base).items() if k not in ("variant", "seed")}
     print(f"settings of every run: {shared}")
-    for name, error in result["failures"].items():
-        print(f"run {name} FAILED: {error.strip().splitlines()[-1]}")
+    for name, message in result["failures"].items():
+        print(f"run {name} FAILED: {message.strip().splitlines()[-1]}")
     if result["failures"]:
         raise SystemExit(f"{len(result['failures'])} run(s) failed; the report covers the others")
     return result

@@ -110,6 +110,9 @@ class RunConfig:
     :param epsilon: priority offset
     :param lap_alpha: exponent of the ``lap``, ``pal`` and ``la3p`` variants (0.4, as in Fujimoto et al. 2020
         and Saglam et al. 2023)
+    :param lap_min_priority: LAP's priority floor and Huber threshold, for ``lap``, ``pal`` and ``la3p`` (1, the
+        authors' continuous-control value; this env's TD errors are far below it, so LAP's sampling is then
+        uniform: see the README's Results)
     :param la3p_fraction: LA3P's prioritized share of each batch, in (0, 1] (0.5, as its authors)
     :param half_life: half-life of the ``faded`` variant's priorities, in env steps
     :param net_arch: hidden layers of the actor and critics
@@ -135,6 +138,7 @@ class RunConfig:
     beta_end: float = 1.0
     epsilon: float = 1e-6
     lap_alpha: float = 0.4
+    lap_min_priority: float = 1.0
     la3p_fraction: float = 0.5
     half_life: float = 20_000.0
     net_arch: tuple[int, ...] = (64, 64)
@@ -173,7 +177,12 @@ class RunConfig:
         _check_ent_coef(self.ent_coef)
         check_per_parameters(self.alpha, self.beta_start, self.beta_end, epsilon=self.epsilon)
         check_per_parameters(self.lap_alpha, self.beta_start, self.beta_end, epsilon=self.epsilon)
-        check_per_mode(VARIANTS[self.variant].per_mode, self.lap_alpha, la3p_fraction=self.la3p_fraction)
+        check_per_mode(
+            VARIANTS[self.variant].per_mode,
+            self.lap_alpha,
+            lap_min_priority=self.lap_min_priority,
+            la3p_fraction=self.la3p_fraction,
+        )
         check_priority_half_life(self.half_life, self.buffer_size)
         object.__setattr__(self, "net_arch", tuple(self.net_arch))
 
@@ -256,6 +265,7 @@ def make_model(config: RunConfig, env: Any) -> SAC:
         replay_buffer_kwargs=config.replay_kwargs(),
         per_mode=VARIANTS[config.variant].per_mode,
         pal_alpha=config.lap_alpha,
+        lap_min_priority=config.lap_min_priority,
         la3p_fraction=config.la3p_fraction,
         la3p_budget="matched",
         policy_kwargs=dict(net_arch=list(config.net_arch)),

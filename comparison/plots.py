@@ -189,7 +189,8 @@ def regime_returns_figure(
     level = bootstrap.level
     for k, variant in enumerate(order):
         runs = final.loc[final["variant"] == variant]
-        means, errors = [], [[], []]
+        means: list[float] = []
+        errors: list[list[float]] = [[], []]
         for column in REGIME_RETURN_COLUMNS:
             values = runs[column].dropna().to_numpy(dtype=float)
             if values.size == 0:

@@ -259,7 +259,9 @@ def _run_in_processes(pending: Sequence[RunConfig], out_dir: Path, workers: int,
             while queue and len(running) < workers:
                 config = queue.pop(0)
                 receiver, sender = context.Pipe(duplex=False)
-                process = context.Process(target=_train_in_child, args=(config, run_dir(out_dir, config), sender))
+                process: BaseProcess = context.Process(
+                    target=_train_in_child, args=(config, run_dir(out_dir, config), sender)
+                )
                 _start_child(process)
                 sender.close()  # the child holds the sending end: EOF here once it is gone
                 running[process] = (config, receiver)
@@ -321,8 +323,8 @@ _ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
 def _run_on_ray(pending: Sequence[RunConfig], out_dir: Path, ray_address: str | None, record: _Record) -> None:
     try:
         import ray
-    except ImportError as error:
-        raise ImportError('the ray backend needs Ray: pip install "sb3-per[ray]"') from error
+    except ImportError as missing:
+        raise ImportError('the ray backend needs Ray: pip install -e ".[ray]" from the clone') from missing
     started_here = not ray.is_initialized()
     if started_here:
         # No address: RAY_ADDRESS, else a Ray started on this machine by `ray start`, else a new local Ray.

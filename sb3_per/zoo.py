@@ -53,7 +53,7 @@ HYPERPARAMS_DIR = Path(__file__).resolve().parent / "hyperparams"
 #: Zoo commands the launcher runs, and the module and function of each.
 COMMANDS: dict[str, tuple[str, str]] = {"train": ("rl_zoo3.train", "train"), "enjoy": ("rl_zoo3.enjoy", "enjoy")}
 
-_INSTALL_HINT = "the RL Zoo launcher needs rl_zoo3: pip install 'sb3-per[zoo]'"
+_INSTALL_HINT = "the RL Zoo launcher needs rl_zoo3: pip install -e '.[zoo]' from the clone"
 
 
 def _import_zoo_module(name: str) -> ModuleType:

@@ -115,6 +115,7 @@ def test_uniform_variants_only_tag_their_replay(variant):
         (dict(half_life=0.0), "priority_half_life"),
         (dict(half_life=100.0, buffer_size=1_000_000), "priority_half_life"),
         (dict(la3p_fraction=1.5), "la3p_fraction"),
+        (dict(lap_min_priority=0.0), "lap_min_priority"),
     ],
 )
 def test_run_config_rejects_bad_settings(fields, message):
@@ -177,7 +178,9 @@ def test_train_cli_runs_one_evaluated_run_and_writes_its_files(tmp_path):
 def test_each_variant_builds_the_algorithm_and_buffer_of_its_paper(
     variant, buffer_class, per_mode, prioritization, alpha, inverse, half_life
 ):
-    config = RunConfig(variant=variant, alpha=0.7, lap_alpha=0.3, la3p_fraction=0.25, half_life=5_000.0)
+    config = RunConfig(
+        variant=variant, alpha=0.7, lap_alpha=0.3, lap_min_priority=0.01, la3p_fraction=0.25, half_life=5_000.0
+    )
     env = gym.make("envs:PairsTrading-v0")
     model = make_model(config, env)
     assert type(model.replay_buffer).__name__ == buffer_class
@@ -193,6 +196,7 @@ def test_each_variant_builds_the_algorithm_and_buffer_of_its_paper(
         assert model.replay_buffer.priority_half_life == half_life
     if variant in ("pal", "la3p"):
         assert model.pal_alpha == 0.3
+    assert model.lap_min_priority == 0.01
     if variant == "la3p":
         assert (model.la3p_fraction, model.la3p_budget) == (0.25, "matched")
     assert set(VARIANTS) == {"uniform", "per", "rank", "lap", "pal", "la3p", "faded"}
