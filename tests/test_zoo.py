@@ -163,7 +163,7 @@ def test_clear_errors(tmp_path, monkeypatch, capsys):
         zoo.with_default_config(["--algo", "per_sac"])
     monkeypatch.setitem(sys.modules, "rl_zoo3", None)
     monkeypatch.setitem(sys.modules, "rl_zoo3.train", None)
-    with pytest.raises(ImportError, match=r"pip install 'sb3-per\[zoo\]'"):
+    with pytest.raises(ImportError, match=r"pip install -e '\.\[zoo\]' from the clone"):
         zoo.main(["train", "--algo", "per_sac"])
 
 
