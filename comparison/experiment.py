@@ -67,6 +67,22 @@ class ReplayVariant:
     inverse_sampling: bool = False
     faded: bool = False
 
+    @property
+    def replay_fields(self) -> frozenset[str]:
+        """The ``REPLAY_FIELDS`` of ``RunConfig`` that this variant's runs depend on."""
+        if not issubclass(self.buffer_class, PrioritizedBufferMixin):
+            return frozenset({"lap_alpha", "lap_min_priority"} if self.per_mode == "pal" else ())
+        if self.per_mode in LAP_PRIORITY_MODES:
+            la3p = {"la3p_fraction"} if self.per_mode == "la3p" else set()
+            return frozenset({"lap_alpha", "lap_min_priority", "epsilon", *la3p})
+        return frozenset({"alpha", "beta_start", "beta_end", "epsilon", *({"half_life"} if self.faded else ())})
+
+
+# The RunConfig fields that only some variants use (see ``ReplayVariant.replay_fields``).
+REPLAY_FIELDS = frozenset(
+    {"alpha", "beta_start", "beta_end", "epsilon", "lap_alpha", "lap_min_priority", "la3p_fraction", "half_life"}
+)
+
 
 # Replay variants by name.
 VARIANTS: dict[str, ReplayVariant] = {
@@ -186,6 +202,16 @@ class RunConfig:
         check_priority_half_life(self.half_life, self.buffer_size)
         object.__setattr__(self, "net_arch", tuple(self.net_arch))
 
+    def canonical(self) -> RunConfig:
+        """
+        This config with the ``REPLAY_FIELDS`` its variant does not use at their defaults: runs that compute the same
+        thing then have equal configs, so a comparison resumed with another setting of such a field (say
+        ``half_life``) keeps the finished runs of the variants that ignore it.
+        """
+        unused = REPLAY_FIELDS - VARIANTS[self.variant].replay_fields
+        defaults = {field.name: field.default for field in dataclasses.fields(self) if field.name in unused}
+        return dataclasses.replace(self, **defaults)
+
     @property
     def run_name(self) -> str:
         """Directory name of the run: ``{variant}_s{seed}``."""
@@ -251,7 +277,11 @@ def _check_ent_coef(ent_coef: str) -> None:
 
 
 def make_model(config: RunConfig, env: Any) -> SAC:
-    """``sb3_per.SAC`` for ``config`` on ``env`` (a VecEnv), seeded with ``config.seed``."""
+    """
+    ``sb3_per.SAC`` for ``config`` on ``env`` (a VecEnv), seeded with ``config.seed``; only the settings its variant
+    uses reach it (``RunConfig.canonical``).
+    """
+    config = config.canonical()
     return SAC(
         "MlpPolicy",
         env,

@@ -109,11 +109,12 @@ PRESETS: dict[str, Preset] = {
 def plan_runs(base: RunConfig, seeds_by_variant: Mapping[str, Sequence[int]]) -> list[RunConfig]:
     """
     One config per (variant, seed) of ``seeds_by_variant``, seeds outermost (in order of first appearance) and the
-    variants of each seed in the mapping's order, so that a partial comparison stays paired.
+    variants of each seed in the mapping's order, so that a partial comparison stays paired. Each config is
+    ``RunConfig.canonical``: fields its variant does not use are at their defaults.
     """
     seeds = list(dict.fromkeys(seed for variant_seeds in seeds_by_variant.values() for seed in variant_seeds))
     return [
-        replace(base, variant=variant, seed=seed)
+        replace(base, variant=variant, seed=seed).canonical()
         for seed in seeds
         for variant, variant_seeds in seeds_by_variant.items()
         if seed in variant_seeds

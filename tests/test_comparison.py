@@ -196,7 +196,7 @@ def test_each_variant_builds_the_algorithm_and_buffer_of_its_paper(
         assert model.replay_buffer.priority_half_life == half_life
     if variant in ("pal", "la3p"):
         assert model.pal_alpha == 0.3
-    assert model.lap_min_priority == 0.01
+    assert model.lap_min_priority == (0.01 if variant in ("lap", "pal", "la3p") else 1.0)
     if variant == "la3p":
         assert (model.la3p_fraction, model.la3p_budget) == (0.25, "matched")
     assert set(VARIANTS) == {"uniform", "per", "rank", "lap", "pal", "la3p", "faded"}
@@ -400,3 +400,42 @@ def test_a_validation_run_of_the_faded_half_life_uses_its_own_seeds_and_evaluati
     assert configs[0].replay_kwargs()["priority_half_life"] == 5000.0
     la3p, _ = _planned(["--variants", "la3p", "--la3p-fraction", "0.25"], monkeypatch, tmp_path)
     assert {c.la3p_fraction for c in la3p} == {0.25}
+
+
+SETTINGS_OF_SOME_VARIANTS = dict(
+    alpha=0.5, beta_start=0.3, lap_alpha=0.3, lap_min_priority=0.01, la3p_fraction=0.25, half_life=5_000.0
+)
+
+
+@pytest.mark.parametrize(
+    ("variant", "kept"),
+    [
+        ("uniform", set()),
+        ("per", {"alpha", "beta_start"}),
+        ("rank", {"alpha", "beta_start"}),
+        ("faded", {"alpha", "beta_start", "half_life"}),
+        ("lap", {"lap_alpha", "lap_min_priority"}),
+        ("pal", {"lap_alpha", "lap_min_priority"}),
+        ("la3p", {"lap_alpha", "lap_min_priority", "la3p_fraction"}),
+    ],
+)
+def test_canonical_configs_keep_only_the_settings_their_variant_uses(variant, kept):
+    config = RunConfig(variant=variant, **SETTINGS_OF_SOME_VARIANTS).canonical()
+    default = RunConfig(variant=variant)
+    changed = {name for name in SETTINGS_OF_SOME_VARIANTS if getattr(config, name) != getattr(default, name)}
+    assert changed == kept
+    # what the run builds is unchanged by dropping the settings its variant ignores
+    env = gym.make("envs:PairsTrading-v0")
+    full, canonical = make_model(RunConfig(variant=variant, **SETTINGS_OF_SOME_VARIANTS), env), make_model(config, env)
+    assert full.replay_buffer_kwargs == canonical.replay_buffer_kwargs
+    assert (full.per_mode, full.la3p_fraction if variant == "la3p" else None) == (
+        canonical.per_mode,
+        canonical.la3p_fraction if variant == "la3p" else None,
+    )
+
+
+def test_a_setting_one_variant_ignores_does_not_unfinish_its_runs():
+    with_default = plan_runs(RunConfig(), {"uniform": [0], "per": [0], "faded": [0]})
+    with_other_half_life = plan_runs(RunConfig(half_life=5_000.0), {"uniform": [0], "per": [0], "faded": [0]})
+    assert with_default[:2] == with_other_half_life[:2]
+    assert with_default[2] != with_other_half_life[2]
