@@ -209,7 +209,9 @@ class RunConfig:
         ``half_life``) keeps the finished runs of the variants that ignore it.
         """
         unused = REPLAY_FIELDS - VARIANTS[self.variant].replay_fields
-        defaults = {field.name: field.default for field in dataclasses.fields(self) if field.name in unused}
+        defaults: dict[str, Any] = {
+            field.name: field.default for field in dataclasses.fields(self) if field.name in unused
+        }
         return dataclasses.replace(self, **defaults)
 
     @property
