@@ -1,0 +1,6 @@
+"""Scale of SAC's TD errors on the pairs env beside LAP's priority floor: see comparison/td_error_scale.py."""
+
+from comparison.td_error_scale import td_error_scale_main
+
+if __name__ == "__main__":
+    td_error_scale_main()
