@@ -201,7 +201,8 @@ class RunConfig:
             lap_min_priority=self.lap_min_priority,
             la3p_fraction=self.la3p_fraction,
         )
-        check_priority_half_life(self.half_life, self.buffer_size)
+        if VARIANTS[self.variant].faded:  # the only variant that uses it (see `canonical`)
+            check_priority_half_life(self.half_life, self.buffer_size)
         object.__setattr__(self, "net_arch", tuple(self.net_arch))
 
     def canonical(self) -> RunConfig:

@@ -294,8 +294,12 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
     def _resum_tag_priorities(self) -> None:
         """Per-tag priority sums computed afresh from the leaves, so that they cannot drift from the tree."""
         n_stored = self._n_stored_leaves
+        slots = self._tag_slot[:n_stored]
+        # A rescale inside `add` comes after SB3 stored the step but before its tags are: those leaves are
+        # still untagged (-1) and their mass enters their tags' sums with the add itself.
+        tagged = slots >= 0
         self._tag_priority_sums = np.bincount(
-            self._tag_slot[:n_stored], weights=self.tree[np.arange(n_stored)], minlength=len(self._tag_values)
+            slots[tagged], weights=self.tree[np.arange(n_stored)][tagged], minlength=len(self._tag_values)
         )
 
     def tag_priority_shares(self) -> dict[int, float]:
@@ -597,7 +601,8 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
             leaves, priorities = leaves[fresh], priorities[fresh]
         if leaves.size:
             self._set_priorities(leaves, self._stored(priorities))
-            self.max_priority = max(self.max_priority, float(top))
+            # from the updates applied only: a stale one must not raise what new transitions enter with
+            self.max_priority = max(self.max_priority, float(priorities.max()))
         self.n_priority_updates += 1
 
 
@@ -670,7 +675,9 @@ class PrioritizedReplayBuffer(PrioritizedBufferMixin, ReplayBuffer):
         (by ``add`` or ``update_priorities``) at add-count ``t_i`` has at add-count ``t`` the effective priority
         ``p_i * 2 ** (-(t - t_i) / h)``; sampling, the IS weights' smallest probability and ``mean_priority``
         follow it exactly, and new transitions enter at ``max_priority`` undecayed. It must be at least
-        ``buffer_size / 512``. None (default): no fading
+        ``buffer_size / 512``. With ``weight_normalization="buffer"`` the largest possible weight is the oldest
+        transition's, so recent samples' weights shrink by about ``2 ** (-oldest age / h)``; ``"batch"``
+        avoids that. None (default): no fading
     """
 
     samples_class = PrioritizedReplayBufferSamples

@@ -312,9 +312,12 @@ class PrioritizedReplayMixin:
       Needs a proportional prioritized buffer with ``inverse_sampling=True``. Deviations from the authors' code
       (github.com/baturaysaglam/LA3P): the uniform batch's priorities are written back as the others (as
       theirs); SAC's entropy-coefficient step runs before the critic step on the actor's batch (SB3's order;
-      theirs follows the actor step), so the actor batch is sampled before that step's priority write-back; the
-      inverse priorities are kept in a sum tree in step with the priorities (theirs rebuilt over the filled
-      prefix each step, stale once the ring wraps); TD3's delayed actor steps sample no inverse batch, as theirs.
+      theirs follows the actor step), so the actor batch is sampled before that step's priority write-back, and
+      TD3/DDPG sample it there too, before the critic step (theirs after the prioritized part's write-back); the
+      prioritized part has ``max(1, int(lambda N))`` transitions and the uniform part the rest (theirs
+      ``int((1 - lambda) N)``); the inverse priorities are kept in a sum tree in step with the priorities
+      (theirs rebuilt over the filled prefix each step, stale once the ring wraps); TD3's delayed actor steps
+      sample no inverse batch, as theirs.
 
     The twin critics' TD errors are combined as ``td_error_reduction`` says: by default the max for LAP and PAL
     (their authors' choice), the mean for ``"per"``.

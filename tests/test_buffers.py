@@ -592,3 +592,14 @@ def test_sample_uniform_ignores_priorities_and_skips_the_invalid_slot(optimize_m
     assert th.equal(samples.weights, th.ones(40_000, 1))
     assert np.array_equal(samples.stamps, buffer._write_count[samples.indices])
     assert np.array_equal(leaf_priorities(buffer), before) and buffer.n_sample_calls == 0
+
+
+def test_a_stale_update_does_not_raise_the_entry_priority():
+    buffer = make_buffer(buffer_size=4)
+    add_steps(buffer, 4)
+    indices = np.array([0, 3])
+    stamps = buffer._write_count[indices].copy()  # as a batch of slots 0 and 3 would carry them
+    add_steps(buffer, 1, start=4)  # overwrites slot 0 only
+    buffer.update_priorities(indices, np.array([1e6, 3.0]), stamps)
+    assert buffer.max_priority == pytest.approx((3.0 + buffer.epsilon) ** buffer.alpha)
+    assert leaf_priorities(buffer)[0] == 1.0  # the overwritten slot keeps its entry priority

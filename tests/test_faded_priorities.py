@@ -202,3 +202,17 @@ def test_bad_half_lives_are_refused(half_life, kwargs, message):
         PrioritizedDictReplayBuffer(
             100, spaces.Dict({"a": OBS_SPACE}), ACTION_SPACE, priority_half_life=half_life, **kwargs
         )
+
+
+def test_a_rescale_before_the_buffer_is_full_keeps_tagged_sums_exact():
+    # half-life 2: a rescale every ~130 adds, long before 1000 slots fill
+    buffer, reference = faded_pair(1000, n_envs=2, half_life=2.0, tag_key="regime")
+    tags = np.random.default_rng(5).integers(0, 3, 89)
+    train(buffer, reference, np.random.default_rng(6), 120, tags)
+    assert buffer._fade_offset > 0 and not buffer.full
+    n_stored = buffer.n_transitions
+    effective = buffer.priorities_at(np.arange(n_stored))
+    stored_tags = buffer.tags_at(np.arange(n_stored))
+    shares = buffer.tag_priority_shares()
+    for tag in np.unique(stored_tags):
+        assert shares[tag] == pytest.approx(effective[stored_tags == tag].sum() / effective.sum(), rel=1e-9)
