@@ -159,7 +159,7 @@ class TaggedReplayBuffer(ReplayTagsMixin, ReplayBuffer):
     :param optimize_memory_usage: Memory efficient variant of SB3's buffer
     :param handle_timeout_termination: Handle timeout termination (due to timelimit)
         separately and treat the task as infinite horizon task (SB3 issue #284)
-    :param tag_key: The ``info`` key whose integer value tags each transition (required)
+    :param tag_key: The ``info`` key whose integer value tags each transition (required: None raises ``ValueError``)
     """
 
     def __init__(
@@ -171,11 +171,13 @@ class TaggedReplayBuffer(ReplayTagsMixin, ReplayBuffer):
         n_envs: int = 1,
         optimize_memory_usage: bool = False,
         handle_timeout_termination: bool = True,
-        *,
-        tag_key: str,
+        tag_key: str | None = None,
     ):
         if not isinstance(tag_key, str):
-            raise ValueError(f"tag_key must be a string (an info key), got {tag_key!r}")
+            raise ValueError(
+                f"TaggedReplayBuffer needs tag_key, the info key to tag transitions by (e.g. "
+                f"replay_buffer_kwargs=dict(tag_key='regime')), got {tag_key!r}"
+            )
         super().__init__(
             buffer_size,
             observation_space,

@@ -154,6 +154,8 @@ def test_tag_queries_check_their_input():
         PrioritizedReplayBuffer(10, OBS_SPACE, ACTION_SPACE, tag_key=3)
     with pytest.raises(ValueError, match="tag_key"):
         TaggedReplayBuffer(10, OBS_SPACE, ACTION_SPACE, tag_key=None)
+    with pytest.raises(ValueError, match="needs tag_key"):  # as replay_buffer_class without replay_buffer_kwargs
+        TaggedReplayBuffer(10, OBS_SPACE, ACTION_SPACE)
     buffer = PrioritizedReplayBuffer(10, OBS_SPACE, ACTION_SPACE, device="cpu", tag_key="regime")
     add_tagged_steps([buffer], 1, 4, seed=0)
     assert buffer.tagged
