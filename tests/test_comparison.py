@@ -3,6 +3,7 @@
 import json
 import re
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import gymnasium as gym
@@ -179,7 +180,7 @@ def test_each_variant_builds_the_algorithm_and_buffer_of_its_paper(
     variant, buffer_class, per_mode, prioritization, alpha, inverse, half_life
 ):
     config = RunConfig(
-        variant=variant, alpha=0.7, lap_alpha=0.3, lap_min_priority=0.01, la3p_fraction=0.25, half_life=5_000.0
+        variant=variant, alpha=0.7, lap_alpha=0.3, lap_min_priority=0.02, la3p_fraction=0.25, half_life=5_000.0
     )
     env = gym.make("envs:PairsTrading-v0")
     model = make_model(config, env)
@@ -196,7 +197,7 @@ def test_each_variant_builds_the_algorithm_and_buffer_of_its_paper(
         assert model.replay_buffer.priority_half_life == half_life
     if variant in ("pal", "la3p"):
         assert model.pal_alpha == 0.3
-    assert model.lap_min_priority == (0.01 if variant in ("lap", "pal", "la3p") else 1.0)
+    assert model.lap_min_priority == (0.02 if variant in ("lap", "pal", "la3p") else RunConfig.lap_min_priority)
     if variant == "la3p":
         assert (model.la3p_fraction, model.la3p_budget) == (0.25, "matched")
     assert set(VARIANTS) == {"uniform", "per", "rank", "lap", "pal", "la3p", "faded"}
@@ -268,7 +269,7 @@ def test_a_finished_run_with_other_settings_is_refused(tmp_path):
 
 
 def test_a_run_written_before_a_config_field_existed_is_still_recognised(tmp_path):
-    config = RunConfig(variant="per", seed=0)
+    config = RunConfig(variant="lap", seed=0)
     directory = run_dir(tmp_path, config)
     directory.mkdir(parents=True)
     stored = json.loads(config.to_json())
@@ -277,10 +278,23 @@ def test_a_run_written_before_a_config_field_existed_is_still_recognised(tmp_pat
     (directory / "evaluations.csv").write_text("run\n")
     assert is_finished(tmp_path, config)
     with pytest.raises(ValueError, match="other settings"):
-        is_finished(tmp_path, RunConfig(variant="per", seed=0, lap_alpha=0.5))
+        is_finished(tmp_path, RunConfig(variant="lap", seed=0, lap_alpha=0.5))
     (directory / "config.json").write_text("{not json")
     with pytest.raises(ValueError, match="other settings"):
         is_finished(tmp_path, config)
+
+
+def test_a_finished_run_stays_finished_when_a_default_its_variant_ignores_changes(tmp_path):
+    config = RunConfig(variant="per", seed=0)
+    directory = run_dir(tmp_path, config)
+    directory.mkdir(parents=True)
+    # written when lap_min_priority's default was another value: PER never reads it
+    (directory / "config.json").write_text(replace(config, lap_min_priority=1.0).to_json())
+    (directory / "evaluations.csv").write_text("run\n")
+    assert is_finished(tmp_path, config)
+    assert is_finished(tmp_path, replace(config, lap_min_priority=0.5))
+    with pytest.raises(ValueError, match="other settings"):
+        is_finished(tmp_path, replace(config, alpha=0.9))
 
 
 @pytest.mark.parametrize(
@@ -403,7 +417,7 @@ def test_a_validation_run_of_the_faded_half_life_uses_its_own_seeds_and_evaluati
 
 
 SETTINGS_OF_SOME_VARIANTS = dict(
-    alpha=0.5, beta_start=0.3, lap_alpha=0.3, lap_min_priority=0.01, la3p_fraction=0.25, half_life=5_000.0
+    alpha=0.5, beta_start=0.3, lap_alpha=0.3, lap_min_priority=0.05, la3p_fraction=0.25, half_life=5_000.0
 )
 
 
