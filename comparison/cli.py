@@ -264,9 +264,26 @@ def compare_parser() -> argparse.ArgumentParser:
         + "; the full preset's is committed, so that any clone resumes it)",
     )
     parser.add_argument("--no-progress-bar", action="store_true", help="hide the progress bar over runs")
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="train nothing: write the CSVs and report from the runs of the plan already finished in --out (say, "
+        "part-way through --full)",
+    )
     _add_run_options(parser, defaults_from_preset=True)
     _add_walk_forward_options(parser)
     return parser
+
+
+def _finished_runs(parser: argparse.ArgumentParser, configs: Sequence[RunConfig], out: Path) -> list[RunConfig]:
+    """The runs of ``configs`` already finished in ``out`` (``--report-only``); a usage error if there are none."""
+    try:
+        finished = [config for config in configs if is_finished(out, config)]
+    except ValueError as error:  # a run directory written with other settings
+        parser.error(str(error))
+    if not finished:
+        parser.error(f"--report-only: none of the plan's {len(configs)} runs has finished in {out}")
+    return finished
 
 
 def compare_main(argv: Sequence[str] | None = None) -> dict[str, Any]:
@@ -296,6 +313,8 @@ def compare_main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     except ValueError as error:
         parser.error(f"--seeds: {error}")
     command = shlex.join(["python", "scripts/compare.py", *(sys.argv[1:] if argv is None else argv)])
+    if args.report_only:
+        configs = _finished_runs(parser, configs, out)
     try:
         with stop_on_signals():
             result = run_comparison(

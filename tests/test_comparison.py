@@ -258,6 +258,21 @@ def test_quick_comparison_end_to_end_then_resumes_without_rerunning(tmp_path):
     assert {path: path.stat().st_mtime_ns for path in files} == written
     assert pd.read_csv(tmp_path / "evaluations.csv").equals(evaluations)
 
+    # --report-only: the report of the plan's finished runs, training none (per_s1 made half-written, seed 2 new)
+    (run_dir(tmp_path, configs[-1]) / "evaluations.csv").unlink()
+    compare_main([*argv, "--seeds", "0", "1", "2", "--report-only"])
+    assert not (run_dir(tmp_path, configs[-1]) / "evaluations.csv").exists()
+    assert not run_dir(tmp_path, replace(configs[0], seed=2)).exists()
+    assert set(pd.read_csv(tmp_path / "evaluations.csv")["run"]) == {"uniform_s0", "per_s0", "uniform_s1"}
+    assert "| per | 1 |" in (tmp_path / "summary.md").read_text()
+
+
+def test_report_only_with_no_finished_run_is_a_usage_error(tmp_path, capsys):
+    with pytest.raises(SystemExit) as stop:
+        compare_main(["--quick", "--out", str(tmp_path), "--report-only"])
+    assert stop.value.code == 2
+    assert f"--report-only: none of the plan's 4 runs has finished in {tmp_path}" in capsys.readouterr().err
+
 
 def test_a_finished_run_with_other_settings_is_refused(tmp_path):
     config = RunConfig(variant="per", seed=0)
