@@ -135,14 +135,15 @@ def is_finished(out_dir: Path, config: RunConfig) -> bool:
     """
     directory = run_dir(out_dir, config)
     config_path = directory / CONFIG_FILE
-    # Both sides canonical: a setting the variant ignores, or a default it ignores that changed since the run was
-    # written (RunConfig.lap_min_priority's 1 -> 0.01 for the uniform and PER runs), does not make it another run.
-    stored = _stored_config(config_path) if config_path.exists() else None
-    if config_path.exists() and (stored is None or stored.canonical() != config.canonical()):
-        raise ValueError(
-            f"{config_path} was written with other settings than this comparison's; "
-            "use another output directory or delete it"
-        )
+    if config_path.exists():
+        # Both sides canonical: a setting the variant ignores, or a default it ignores that changed since the run
+        # was written (say RunConfig.lap_min_priority for a uniform run), does not make it another run.
+        stored = _stored_config(config_path)
+        if stored is None or stored.canonical() != config.canonical():
+            raise ValueError(
+                f"{config_path} was written with other settings than this comparison's; "
+                "use another output directory or delete it"
+            )
     return (directory / EVALUATIONS_FILE).exists()
 
 
