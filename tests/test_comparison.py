@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch as th
+from tiny_runs import tiny_run_argv
 
 from comparison.cli import compare_main, train_main
 from comparison.experiment import (
@@ -30,23 +31,7 @@ from envs import ZScorePolicy, run_episodes
 from sb3_per import SAC, PrioritizedReplayBuffer
 
 REPO = Path(__file__).resolve().parents[1]
-TINY = [
-    "--total-steps",
-    "400",
-    "--learning-starts",
-    "200",
-    "--eval-freq",
-    "200",
-    "--eval-episodes",
-    "3",
-    "--batch-size",
-    "32",
-    "--net-arch",
-    "16",
-    "16",
-    "--env-kwargs",
-    '{"episode_length": 40}',
-]
+TINY = tiny_run_argv(total_steps=400, learning_starts=200, eval_freq=200, eval_episodes=3, episode_length=40)
 
 
 def test_lockstep_evaluation_matches_playing_the_episodes_one_by_one():

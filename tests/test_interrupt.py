@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from tiny_runs import tiny_run_argv
 
 REPO = Path(__file__).resolve().parents[1]
 # Four tiny runs, one at a time: the first finishes within seconds, the others are still to come when it does.
@@ -21,21 +22,7 @@ COMMAND = [
     "1",
     "--workers",
     "1",
-    "--total-steps",
-    "400",
-    "--learning-starts",
-    "200",
-    "--eval-freq",
-    "200",
-    "--eval-episodes",
-    "2",
-    "--batch-size",
-    "32",
-    "--net-arch",
-    "16",
-    "16",
-    "--env-kwargs",
-    '{"episode_length": 40}',
+    *tiny_run_argv(total_steps=400, learning_starts=200, eval_freq=200, eval_episodes=2, episode_length=40),
     "--no-progress-bar",
 ]
 

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import pandas as pd
 import pytest
+from tiny_runs import tiny_run_argv
 
 from comparison.cli import compare_main
 from comparison.experiment import RunConfig
@@ -23,21 +24,7 @@ TINY = [
     "--variants",
     "uniform",
     "per",
-    "--total-steps",
-    "300",
-    "--learning-starts",
-    "100",
-    "--eval-freq",
-    "100",
-    "--eval-episodes",
-    "2",
-    "--batch-size",
-    "32",
-    "--net-arch",
-    "16",
-    "16",
-    "--env-kwargs",
-    '{"episode_length": 30}',
+    *tiny_run_argv(total_steps=300, learning_starts=100, eval_freq=100, eval_episodes=2, episode_length=30),
     "--no-progress-bar",
 ]
 RUNS = ("uniform_s0", "per_s0")

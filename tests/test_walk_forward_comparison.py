@@ -6,6 +6,7 @@ import gymnasium as gym
 import numpy as np
 import pandas as pd
 import pytest
+from tiny_runs import tiny_run_argv
 
 import comparison.experiment
 from comparison.cli import compare_main
@@ -19,21 +20,7 @@ TINY = [
     "0",
     "--variants",
     "uniform",
-    "--total-steps",
-    "300",
-    "--learning-starts",
-    "100",
-    "--eval-freq",
-    "150",
-    "--eval-episodes",
-    "3",
-    "--batch-size",
-    "32",
-    "--net-arch",
-    "16",
-    "16",
-    "--env-kwargs",
-    '{"episode_length": 40}',
+    *tiny_run_argv(total_steps=300, learning_starts=100, eval_freq=150, eval_episodes=3, episode_length=40),
     "--no-progress-bar",
 ]
 
