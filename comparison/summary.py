@@ -170,15 +170,17 @@ def _telemetry_rows(telemetry: pd.DataFrame) -> list[str]:
 
 
 def _few_seeds_warning(final: pd.DataFrame) -> list[str]:
-    """A warning line when some variant has fewer than ``FEW_SEEDS`` seeds, else nothing."""
-    fewest = int(final.groupby("variant")["seed"].nunique().min())
-    if fewest >= FEW_SEEDS:
+    """A warning line naming the variants with fewer than ``FEW_SEEDS`` seeds (and their counts), else nothing."""
+    seeds = final.groupby("variant", sort=False)["seed"].nunique()
+    few = seeds[seeds < FEW_SEEDS]
+    if few.empty:
         return []
+    counts = ", ".join(f"{variant} {count}" for variant, count in few.items())
     return [
         "",
-        f"**Only {fewest} seed(s) per variant:** with fewer than {FEW_SEEDS} seeds these intervals are about "
-        "the range of the seeds and cover far less than their nominal level; read them as ranges, not as "
-        "confidence intervals.",
+        f"**Fewer than {FEW_SEEDS} seeds** (seeds: {counts}): these variants' intervals are about the range of "
+        "their seeds and cover far less than their nominal level; read them as ranges, not as confidence "
+        "intervals.",
     ]
 
 

@@ -443,10 +443,16 @@ def test_summary_warns_that_intervals_over_few_seeds_are_ranges(tmp_path: Path) 
     rng = np.random.default_rng(0)
     few = synthetic_evaluations(rng)  # 3 seeds per variant
     text = write_summary_md(few, synthetic_baselines(), tmp_path / "few.md", command="c", seeds=SEEDS)
-    assert "Only 3 seed(s) per variant" in text
+    variants = list(dict.fromkeys(few["variant"]))
+    assert f"**Fewer than 5 seeds** (seeds: {', '.join(f'{v} 3' for v in variants)})" in text
+    first = few[few["variant"] == variants[0]]
+    uneven = pd.concat([few, first.assign(seed=first["seed"] + 10, run=first["run"] + "_more")], ignore_index=True)
+    text = write_summary_md(uneven, synthetic_baselines(), tmp_path / "uneven.md", command="c", seeds=SEEDS)
+    (warning,) = [line for line in text.splitlines() if line.startswith("**Fewer than")]
+    assert f"{variants[1]} 3" in warning and f"{variants[0]} " not in warning
     many = pd.concat(
         [few.assign(seed=few["seed"] + 10 * k, run=few["run"] + f"_{k}") for k in range(2)], ignore_index=True
     )
     seeds = sorted(many["seed"].unique())
     text = write_summary_md(many, synthetic_baselines(), tmp_path / "many.md", command="c", seeds=seeds)
-    assert "seed(s) per variant" not in text
+    assert "Fewer than" not in text
