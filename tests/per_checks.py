@@ -1,5 +1,6 @@
-"""Checks shared by the algorithm tests (tests/ is on sys.path under pytest's default import mode)."""
+"""Checks and envs shared by the algorithm tests (tests/ is on sys.path under pytest's default import mode)."""
 
+import gymnasium as gym
 import numpy as np
 
 from sb3_per import PrioritizedReplayBuffer
@@ -26,3 +27,17 @@ def assert_only_sampled_priorities_follow(
     unsampled = np.setdiff1d(np.arange(buffer.n_transitions), sampled)
     np.testing.assert_array_equal(after[unsampled], before[unsampled])
     return sampled
+
+
+class RegimeTaggedPendulum(gym.Wrapper):
+    """Pendulum whose every step's ``info["regime"]`` is the step count modulo ``n_tags``."""
+
+    def __init__(self, n_tags: int) -> None:
+        super().__init__(gym.make("Pendulum-v1"))
+        self.n_tags = n_tags
+        self.steps = 0
+
+    def step(self, action):
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        self.steps += 1
+        return observation, reward, terminated, truncated, {**info, "regime": self.steps % self.n_tags}

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 import pytest
 import stable_baselines3
 import torch as th
+from per_checks import RegimeTaggedPendulum
 
 import sb3_per.per_algorithm as per_algorithm
 from sb3_per import DDPG, DQN, SAC, TD3, PrioritizedReplayBuffer
@@ -197,19 +197,8 @@ def test_ddpg_trains_with_la3p():
     assert model.replay_buffer.n_priority_updates == model._n_updates == 30
 
 
-class RegimeTagged(gym.Wrapper):
-    def __init__(self) -> None:
-        super().__init__(gym.make("Pendulum-v1"))
-        self.steps = 0
-
-    def step(self, action):
-        observation, reward, terminated, truncated, info = self.env.step(action)
-        self.steps += 1
-        return observation, reward, terminated, truncated, {**info, "regime": self.steps % 2}
-
-
 def test_la3p_telemetry_counts_critic_and_actor_batches_apart():
-    model = la3p(env=RegimeTagged(), replay_buffer_kwargs={"tag_key": "regime"})
+    model = la3p(env=RegimeTaggedPendulum(2), replay_buffer_kwargs={"tag_key": "regime"})
     model.learn(60)
     logged = model.logger.name_to_value
     for stat in ("sample_share", "critic_sample_share", "actor_sample_share"):

@@ -6,30 +6,17 @@ from __future__ import annotations
 import csv
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 import pytest
 import stable_baselines3
 import torch as th
+from per_checks import RegimeTaggedPendulum
 from stable_baselines3.common.logger import configure
 
 from sb3_per import SAC, TD3, PrioritizedReplayBuffer, TaggedReplayBuffer
 from sb3_per.telemetry import IS_ESS_KEY, TELEMETRY_PREFIX, effective_sample_size, telemetry_key
 
 N_TAGS = 3
-
-
-class RegimeTagged(gym.Wrapper):
-    """Pendulum whose every step's ``info["regime"]`` is the step count modulo 3."""
-
-    def __init__(self) -> None:
-        super().__init__(gym.make("Pendulum-v1"))
-        self.steps = 0
-
-    def step(self, action):
-        observation, reward, terminated, truncated, info = self.env.step(action)
-        self.steps += 1
-        return observation, reward, terminated, truncated, {**info, "regime": self.steps % N_TAGS}
 
 
 def small(**kwargs: Any) -> dict[str, Any]:
@@ -56,7 +43,7 @@ def read_progress(folder) -> list[dict[str, str]]:
 def test_the_keys_appear_in_progress_csv_and_the_shares_sum_to_one(tmp_path):
     model = SAC(
         "MlpPolicy",
-        RegimeTagged(),
+        RegimeTaggedPendulum(N_TAGS),
         replay_buffer_class=PrioritizedReplayBuffer,
         replay_buffer_kwargs={"tag_key": "regime"},
         **small(),
@@ -81,7 +68,7 @@ def test_the_keys_appear_in_progress_csv_and_the_shares_sum_to_one(tmp_path):
 def test_sample_shares_are_the_mean_over_the_calls_since_the_last_dump(monkeypatch):
     model = SAC(
         "MlpPolicy",
-        RegimeTagged(),
+        RegimeTaggedPendulum(N_TAGS),
         replay_buffer_class=PrioritizedReplayBuffer,
         replay_buffer_kwargs={"tag_key": "regime"},
         **small(),
@@ -109,11 +96,11 @@ def test_sample_shares_are_the_mean_over_the_calls_since_the_last_dump(monkeypat
 
 
 def test_a_tagged_uniform_buffer_trains_exactly_as_sb3s_sac_and_reports_the_tags():
-    reference = stable_baselines3.SAC("MlpPolicy", RegimeTagged(), **small())
+    reference = stable_baselines3.SAC("MlpPolicy", RegimeTaggedPendulum(N_TAGS), **small())
     reference.learn(250)
     model = SAC(
         "MlpPolicy",
-        RegimeTagged(),
+        RegimeTaggedPendulum(N_TAGS),
         replay_buffer_class=TaggedReplayBuffer,
         replay_buffer_kwargs={"tag_key": "regime"},
         **small(),
@@ -133,7 +120,7 @@ def test_a_tagged_uniform_buffer_trains_exactly_as_sb3s_sac_and_reports_the_tags
 def test_td3_with_a_tagged_lap_buffer_reports_no_is_ess():
     model = TD3(
         "MlpPolicy",
-        RegimeTagged(),
+        RegimeTaggedPendulum(N_TAGS),
         per_mode="lap",
         replay_buffer_class=PrioritizedReplayBuffer,
         replay_buffer_kwargs={"tag_key": "regime"},
