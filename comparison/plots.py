@@ -14,6 +14,7 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
@@ -32,11 +33,16 @@ from comparison.statistics import DEFAULT_BOOTSTRAP, FEW_SEEDS, BootstrapSetting
 from comparison.tables import final_returns, variant_order
 
 
-def _new_figure(width: float = 8.0, height: float = 5.0) -> Figure:
+def _new_figure(width: float, height: float = 5.0) -> Figure:
     """A figure attached to an Agg canvas (no pyplot, no global state)."""
     figure = Figure(figsize=(width, height), layout="constrained")
     FigureCanvasAgg(figure)
     return figure
+
+
+def _legend_beside(ax: Axes) -> None:
+    """The axes' legend to the right of the plot, where its long labels cover no data."""
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
 
 
 def _interval_legend(n_seeds: int, level: str, mark: str) -> str:
@@ -100,7 +106,7 @@ def learning_curves_figure(
     generator = np.random.default_rng(rng)
     order = variant_order(evals["variant"])
     colors, baseline_colors = _variant_colors(order, baselines)
-    figure = _new_figure()
+    figure = _new_figure(11.0)
     ax = figure.subplots()
     level = bootstrap.level
     for variant in order:
@@ -130,7 +136,7 @@ def learning_curves_figure(
     ax.set_ylabel("Mean evaluation return")
     ax.set_title("Learning curves: " + " vs ".join(order))
     ax.grid(alpha=0.3)
-    ax.legend(fontsize="small")
+    _legend_beside(ax)
     return figure
 
 
@@ -184,7 +190,7 @@ def regime_returns_figure(
     n_bars = len(order) + len(baselines)
     width = 0.8 / n_bars
     positions = np.arange(len(REGIMES), dtype=float)
-    figure = _new_figure()
+    figure = _new_figure(11.0)
     ax = figure.subplots()
     level = bootstrap.level
     for k, variant in enumerate(order):
@@ -230,7 +236,7 @@ def regime_returns_figure(
     ax.set_ylabel("Final mean per-episode return in regime")
     ax.set_title("Final return per regime")
     ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize="small")
+    _legend_beside(ax)
     return figure
 
 
