@@ -169,13 +169,13 @@ def _telemetry_rows(telemetry: pd.DataFrame) -> list[str]:
     return ["", *lines]
 
 
-def _few_seeds_warning(final: pd.DataFrame) -> list[str]:
-    """A warning line naming the variants with fewer than ``FEW_SEEDS`` seeds (and their counts), else nothing."""
-    seeds = final.groupby("variant", sort=False)["seed"].nunique()
-    few = seeds[seeds < FEW_SEEDS]
+def _few_seeds_warning(table: pd.DataFrame) -> list[str]:
+    """A warning line naming the variants of :func:`summary_table` with fewer than ``FEW_SEEDS`` seeds, else nothing."""
+    learned = table.loc[table["kind"] == "learned"]
+    few = learned.loc[learned["n_seeds"] < FEW_SEEDS]
     if few.empty:
         return []
-    counts = ", ".join(f"{variant} {count}" for variant, count in few.items())
+    counts = ", ".join(f"{row.policy} {int(row.n_seeds)}" for row in few.itertuples(index=False))
     return [
         "",
         f"**Fewer than {FEW_SEEDS} seeds** (seeds: {counts}): these variants' intervals are about the range of "
@@ -238,7 +238,7 @@ def write_summary_md(
         "",
         f"Each learning run's {at}; fixed baselines evaluated on the same evaluation episodes. "
         f"CIs are {level} percentile bootstrap intervals over seeds.",
-        *_few_seeds_warning(final),
+        *_few_seeds_warning(table),
         "",
         *_table_rows(table, level, threshold_baseline),
         "",
