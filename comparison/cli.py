@@ -87,10 +87,21 @@ def _add_run_options(parser: argparse.ArgumentParser, defaults_from_preset: bool
         default=None,
         help=f"hidden layer sizes (default: {_net_arch_default(defaults_from_preset)})",
     )
+    group.add_argument(
+        "--regime-weights",
+        dest="regime_weights",
+        type=float,
+        nargs="+",
+        default=None,
+        metavar="W",
+        help="sampling weight of the normal, stress and break regimes in the regime_weighted ablation (default: "
+        + " ".join(map(str, _DEFAULTS.regime_weights))
+        + ")",
+    )
 
 
 def _given_run_options(args: argparse.Namespace) -> dict[str, Any]:
-    names = [name for _, name, _, _ in _RUN_OPTIONS] + ["env_kwargs", "net_arch"]
+    names = [name for _, name, _, _ in _RUN_OPTIONS] + ["env_kwargs", "net_arch", "regime_weights"]
     return {name: getattr(args, name) for name in names if getattr(args, name) is not None}
 
 
@@ -230,7 +241,9 @@ def compare_parser() -> argparse.ArgumentParser:
         help="replay variants (default: the preset's: uniform per, and with --full also lap la3p faded rank pal): "
         "uniform (SB3), per (proportional PER), rank (rank-based PER), lap (loss-adjusted prioritization), pal "
         "(uniform replay with the prioritized approximation loss), la3p (actor prioritized replay: LAP for the "
-        "critic, 1/priority for the actor), faded (PER whose priorities halve every --half-life env steps)",
+        "critic, 1/priority for the actor), faded (PER whose priorities halve every --half-life env steps); two "
+        "ablations of PER, in no preset: per_no_is (PER's sampling, no importance weights) and regime_weighted "
+        "(no TD priorities: each regime sampled in proportion to --regime-weights, uniformly within it)",
     )
     parser.add_argument(
         "--backend",

@@ -37,9 +37,11 @@ import envs  # noqa: F401  (registers PairsTrading-v0)
 from comparison.schema import CONFIG_FILE, EVALUATIONS_FILE, METRIC_COLUMNS, MODEL_FILE, TELEMETRY_FILE
 from comparison.telemetry import logged_telemetry, telemetry_table
 from envs import SUMMARY_KEYS, FlatPolicy, ZScorePolicy
+from envs.regime_model import N_REGIMES
 from sb3_per import SAC, PrioritizedBufferMixin, PrioritizedReplayBuffer, TaggedReplayBuffer
 from sb3_per.buffers import check_per_parameters, check_priority_half_life
 from sb3_per.per_algorithm import LAP_PRIORITY_MODES, check_per_mode
+from sb3_per.replay_tags import TagWeightedReplayBuffer, is_sampling_weight
 
 DEFAULT_ENV_ID = "envs:PairsTrading-v0"
 #: The ``info`` key every run's replay buffer tags its transitions by (the env's hidden regime).
@@ -59,6 +61,8 @@ class ReplayVariant:
     :param prioritization: the prioritized buffer's ``prioritization``: ``"proportional"`` or ``"rank"``
     :param inverse_sampling: the prioritized buffer also samples in proportion to ``1 / priority`` (LA3P's actor)
     :param faded: the prioritized buffer's priorities fade with age, with half-life ``RunConfig.half_life``
+    :param importance_weights: the ``per_mode="per"`` loss weights each sample by its importance-sampling weight
+        (False: beta is 0 throughout, every weight 1)
     """
 
     buffer_class: type[ReplayBuffer]
@@ -66,21 +70,35 @@ class ReplayVariant:
     prioritization: str = "proportional"
     inverse_sampling: bool = False
     faded: bool = False
+    importance_weights: bool = True
 
     @property
     def replay_fields(self) -> frozenset[str]:
         """The ``REPLAY_FIELDS`` of ``RunConfig`` that this variant's runs depend on."""
+        if issubclass(self.buffer_class, TagWeightedReplayBuffer):
+            return frozenset({"regime_weights"})
         if not issubclass(self.buffer_class, PrioritizedBufferMixin):
             return frozenset({"lap_alpha", "lap_min_priority"} if self.per_mode == "pal" else ())
         if self.per_mode in LAP_PRIORITY_MODES:
             la3p = {"la3p_fraction"} if self.per_mode == "la3p" else set()
             return frozenset({"lap_alpha", "lap_min_priority", "epsilon", *la3p})
-        return frozenset({"alpha", "beta_start", "beta_end", "epsilon", *({"half_life"} if self.faded else ())})
+        betas = {"beta_start", "beta_end"} if self.importance_weights else set()
+        return frozenset({"alpha", "epsilon", *betas, *({"half_life"} if self.faded else ())})
 
 
 # The RunConfig fields that only some variants use (see ``ReplayVariant.replay_fields``).
 REPLAY_FIELDS = frozenset(
-    {"alpha", "beta_start", "beta_end", "epsilon", "lap_alpha", "lap_min_priority", "la3p_fraction", "half_life"}
+    {
+        "alpha",
+        "beta_start",
+        "beta_end",
+        "epsilon",
+        "lap_alpha",
+        "lap_min_priority",
+        "la3p_fraction",
+        "half_life",
+        "regime_weights",
+    }
 )
 
 
@@ -100,6 +118,11 @@ VARIANTS: dict[str, ReplayVariant] = {
     "la3p": ReplayVariant(PrioritizedReplayBuffer, per_mode="la3p", inverse_sampling=True),
     # Proportional PER whose priorities fade: p_i * 2 ** (-age_i / half_life), age in env steps since written
     "faded": ReplayVariant(PrioritizedReplayBuffer, faded=True),
+    # Ablations of PER (not in the presets: they answer why PER does as it does on this env)
+    # PER's sampling, SB3's unweighted loss: beta 0 throughout
+    "per_no_is": ReplayVariant(PrioritizedReplayBuffer, importance_weights=False),
+    # No TD priorities: each regime sampled in proportion to RunConfig.regime_weights, uniformly within it
+    "regime_weighted": ReplayVariant(TagWeightedReplayBuffer),
 }
 
 
@@ -134,6 +157,10 @@ class RunConfig:
     :param half_life: half-life of the ``faded`` variant's priorities, in env steps (40,000: the best of 2,500,
         10,000 and 40,000 by mean final return on validation seeds 100 and 101, validation episodes from 2,000,000,
         30k steps; docs/results/faded_validation)
+    :param regime_weights: sampling weight of each regime (``envs.NORMAL``, ``STRESS``, ``BREAK``) in the
+        ``regime_weighted`` ablation, relative to its stored share (1, 1.5, 1.2: the ratio of PER's sampled to stored
+        share of each regime, 0.92, 1.38 and 1.10, taken relative to the normal regime's and rounded, on the
+        validation runs of seeds 100 and 101, 30k steps; docs/results/faded_validation/per)
     :param net_arch: hidden layers of the actor and critics
     :param learning_rate: Adam learning rate
     :param learning_starts: env steps collected before training starts
@@ -160,6 +187,7 @@ class RunConfig:
     lap_min_priority: float = 0.01
     la3p_fraction: float = 0.5
     half_life: float = 40_000.0
+    regime_weights: tuple[float, ...] = (1.0, 1.5, 1.2)
     net_arch: tuple[int, ...] = (64, 64)
     learning_rate: float = 3e-4
     learning_starts: int = 1_000
@@ -204,7 +232,10 @@ class RunConfig:
         )
         if VARIANTS[self.variant].faded:  # the only variant that uses it (see `canonical`)
             check_priority_half_life(self.half_life, self.buffer_size)
+        if not _are_regime_weights(self.regime_weights):
+            raise ValueError(f"regime_weights must be {N_REGIMES} finite weights > 0, got {self.regime_weights!r}")
         object.__setattr__(self, "net_arch", tuple(self.net_arch))
+        object.__setattr__(self, "regime_weights", tuple(self.regime_weights))
 
     def canonical(self) -> RunConfig:
         """
@@ -255,12 +286,14 @@ class RunConfig:
         prioritized buffer's parameters, beta annealed over this run.
         """
         variant = VARIANTS[self.variant]
+        if issubclass(variant.buffer_class, TagWeightedReplayBuffer):
+            return dict(tag_key=TAG_KEY, tag_weights=dict(enumerate(self.regime_weights)))
         if not issubclass(variant.buffer_class, PrioritizedBufferMixin):
             return dict(tag_key=TAG_KEY) if issubclass(variant.buffer_class, TaggedReplayBuffer) else {}
         return dict(
             alpha=self.lap_alpha if variant.per_mode in LAP_PRIORITY_MODES else self.alpha,
-            beta_start=self.beta_start,
-            beta_end=self.beta_end,
+            beta_start=self.beta_start if variant.importance_weights else 0.0,
+            beta_end=self.beta_end if variant.importance_weights else 0.0,
             beta_anneal_steps="auto",
             epsilon=self.epsilon,
             prioritization=variant.prioritization,
@@ -268,6 +301,15 @@ class RunConfig:
             priority_half_life=self.half_life if variant.faded else None,
             tag_key=TAG_KEY,
         )
+
+
+def _are_regime_weights(weights: Any) -> bool:
+    """Whether ``weights`` is one finite number > 0 per regime."""
+    return (
+        isinstance(weights, Sequence)
+        and len(weights) == N_REGIMES
+        and all(is_sampling_weight(weight) for weight in weights)
+    )
 
 
 def _check_ent_coef(ent_coef: str) -> None:

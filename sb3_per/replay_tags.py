@@ -1,6 +1,6 @@
 """
-Integer tags on stored transitions (e.g. a market regime read from each step's ``info``), and a uniform
-SB3 replay buffer that carries them.
+Integer tags on stored transitions (e.g. a market regime read from each step's ``info``), a uniform
+SB3 replay buffer that carries them, and one that samples each tag in proportion to a fixed weight.
 
 A tag is read from ``info[tag_key]`` when a transition is added. A missing key, a value that is not an
 integer (a float, a string, a 0-d array, ``None``) or an integer outside int64 stores ``UNKNOWN_TAG``
@@ -10,7 +10,8 @@ either: ``True == 1`` would silently merge a flag with tag 1.
 
 from __future__ import annotations
 
-from numbers import Integral
+from collections.abc import Mapping
+from numbers import Integral, Real
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -18,6 +19,8 @@ import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.vec_env import VecNormalize
+
+from sb3_per.sum_tree import SumTree
 
 UNKNOWN_TAG = -1
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
@@ -216,7 +219,12 @@ class TaggedReplayBuffer(ReplayTagsMixin, ReplayBuffer):
         # the env indices it draws to return the flat indices.
         # Sample randomly the env idx
         env_indices = np.random.randint(0, high=self.n_envs, size=(len(batch_inds),))  # noqa: NPY002
+        return self._samples_at(batch_inds, env_indices, env)
 
+    def _samples_at(
+        self, batch_inds: np.ndarray, env_indices: np.ndarray, env: VecNormalize | None
+    ) -> TaggedReplayBufferSamples:
+        """The transitions at positions ``batch_inds`` of envs ``env_indices``, as SB3's ``_get_samples`` reads them."""
         if self.optimize_memory_usage:
             next_obs = self._normalize_obs(self.observations[(batch_inds + 1) % self.buffer_size, env_indices, :], env)
         else:
@@ -236,3 +244,115 @@ class TaggedReplayBuffer(ReplayTagsMixin, ReplayBuffer):
         return TaggedReplayBufferSamples(
             observations, actions, next_observations, dones, rewards, discounts=None, indices=indices
         )
+
+
+def is_sampling_weight(value: Any) -> bool:
+    """Whether ``value`` is a finite real number > 0 (a ``bool`` is not)."""
+    return (
+        isinstance(value, Real) and not isinstance(value, bool) and bool(np.isfinite(float(value))) and float(value) > 0
+    )
+
+
+def checked_tag_weights(tag_weights: Mapping[int, float] | None) -> dict[int, float]:
+    """
+    ``tag_weights`` as a dict of int tags to float weights, or ``ValueError`` naming a bad tag or weight.
+
+    :param tag_weights: sampling weight (finite, > 0) of each tag; None: no weights (every tag weighs 1)
+    """
+    if tag_weights is None:
+        return {}
+    if not isinstance(tag_weights, Mapping):
+        raise ValueError(f"tag_weights must be a mapping of tag -> weight, e.g. {{1: 1.5}}, got {tag_weights!r}")
+    checked: dict[int, float] = {}
+    for tag, weight in tag_weights.items():
+        if isinstance(tag, bool) or not isinstance(tag, Integral) or tag_of(tag) != tag:
+            raise ValueError(f"tag_weights keys must be integer tags, got {tag!r}")
+        if not is_sampling_weight(weight):
+            raise ValueError(f"tag_weights[{tag!r}] must be a finite number > 0, got {weight!r}")
+        checked[int(tag)] = float(weight)
+    return checked
+
+
+class TagWeightedReplayBuffer(TaggedReplayBuffer):
+    """
+    A ``TaggedReplayBuffer`` that samples each stored transition with probability proportional to a fixed
+    weight of its tag, and so uniformly among the transitions of one tag: it over- or under-samples whole
+    regimes with no TD errors, no priorities to write back and no importance weights (its batches carry none,
+    so ``sb3_per``'s algorithms apply their uniform loss). The comparison uses it as an ablation of
+    prioritized replay: PER's share of each regime without PER's choice of transitions within a regime.
+
+    Draws are independent, with replacement (as SB3's uniform buffer), from a sum tree over the stored
+    transitions' weights, by NumPy's global generator (which SB3's ``set_random_seed`` seeds).
+
+    :param buffer_size: Max number of elements in the buffer
+    :param observation_space: Observation space
+    :param action_space: Action space
+    :param device: PyTorch device
+    :param n_envs: Number of parallel environments
+    :param optimize_memory_usage: must be False (SB3's memory-saving layout cannot sample an arbitrary leaf)
+    :param handle_timeout_termination: Handle timeout termination (due to timelimit)
+        separately and treat the task as infinite horizon task (SB3 issue #284)
+    :param tag_key: The ``info`` key whose integer value tags each transition (required)
+    :param tag_weights: sampling weight of each tag value, finite and > 0; a tag it does not list (``UNKNOWN_TAG``
+        included) weighs 1, so ``None`` samples uniformly
+    """
+
+    def __init__(
+        self,
+        buffer_size: int,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        device: th.device | str = "auto",
+        n_envs: int = 1,
+        optimize_memory_usage: bool = False,
+        handle_timeout_termination: bool = True,
+        tag_key: str | None = None,
+        tag_weights: Mapping[int, float] | None = None,
+    ):
+        self.tag_weights = checked_tag_weights(tag_weights)
+        if optimize_memory_usage:
+            raise ValueError(
+                "TagWeightedReplayBuffer samples any stored transition, which SB3's optimize_memory_usage layout "
+                "cannot (its newest transition has no next observation yet): got optimize_memory_usage=True"
+            )
+        super().__init__(
+            buffer_size,
+            observation_space,
+            action_space,
+            device=device,
+            n_envs=n_envs,
+            handle_timeout_termination=handle_timeout_termination,
+            tag_key=tag_key,
+        )
+        self._weights = SumTree(self.buffer_size * self.n_envs)
+
+    def reset(self) -> None:
+        super().reset()
+        self._weights = SumTree(self.buffer_size * self.n_envs)
+
+    def add(
+        self,
+        obs: np.ndarray,
+        next_obs: np.ndarray,
+        action: np.ndarray,
+        reward: np.ndarray,
+        done: np.ndarray,
+        infos: list[dict[str, Any]],
+    ) -> None:
+        """Store one step of every env, as SB3's ``ReplayBuffer.add``, with the sampling weight of its tag."""
+        leaves = self.pos * self.n_envs + np.arange(self.n_envs)
+        super().add(obs, next_obs, action, reward, done, infos)
+        tags = self._tag_values[self._tag_slot[leaves]]
+        self._weights.update(leaves, np.array([self.tag_weights.get(int(tag), 1.0) for tag in tags]))
+
+    def sample(self, batch_size: int, env: VecNormalize | None = None) -> TaggedReplayBufferSamples:  # type: ignore[override]
+        """
+        ``batch_size`` transitions, each drawn with probability proportional to its tag's weight.
+
+        :param batch_size: Number of element to sample
+        :param env: associated gym VecEnv to normalize the observations/rewards when sampling
+        """
+        if self._weights.total <= 0.0:
+            raise ValueError("cannot sample from an empty TagWeightedReplayBuffer: add transitions first")
+        leaves = self._weights.find(np.random.uniform(0.0, self._weights.total, size=batch_size))  # noqa: NPY002
+        return self._samples_at(leaves // self.n_envs, leaves % self.n_envs, env)

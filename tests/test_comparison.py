@@ -185,7 +185,7 @@ def test_each_variant_builds_the_algorithm_and_buffer_of_its_paper(
     assert model.lap_min_priority == (0.02 if variant in ("lap", "pal", "la3p") else RunConfig.lap_min_priority)
     if variant == "la3p":
         assert (model.la3p_fraction, model.la3p_budget) == (0.25, "matched")
-    assert set(VARIANTS) == {"uniform", "per", "rank", "lap", "pal", "la3p", "faded"}
+    assert set(VARIANTS) == {"uniform", "per", "rank", "lap", "pal", "la3p", "faded", "per_no_is", "regime_weighted"}
 
 
 def test_the_rank_lap_and_pal_variants_run_end_to_end_in_the_quick_comparison(tmp_path):
@@ -417,7 +417,13 @@ def test_a_validation_run_of_the_faded_half_life_uses_its_own_seeds_and_evaluati
 
 
 SETTINGS_OF_SOME_VARIANTS = dict(
-    alpha=0.5, beta_start=0.3, lap_alpha=0.3, lap_min_priority=0.05, la3p_fraction=0.25, half_life=5_000.0
+    alpha=0.5,
+    beta_start=0.3,
+    lap_alpha=0.3,
+    lap_min_priority=0.05,
+    la3p_fraction=0.25,
+    half_life=5_000.0,
+    regime_weights=(1.0, 3.0, 1.0),
 )
 
 
@@ -431,6 +437,8 @@ SETTINGS_OF_SOME_VARIANTS = dict(
         ("lap", {"lap_alpha", "lap_min_priority"}),
         ("pal", {"lap_alpha", "lap_min_priority"}),
         ("la3p", {"lap_alpha", "lap_min_priority", "la3p_fraction"}),
+        ("per_no_is", {"alpha"}),
+        ("regime_weighted", {"regime_weights"}),
     ],
 )
 def test_canonical_configs_keep_only_the_settings_their_variant_uses(variant, kept):

@@ -1,0 +1,64 @@
+"""The comparison's two ablations of PER: its sampling without IS weights; its regime shares without TD priorities."""
+
+import gymnasium as gym
+import numpy as np
+import pandas as pd
+import pytest
+from tiny_runs import tiny_run_argv
+
+from comparison.cli import compare_main
+from comparison.experiment import RunConfig, make_model
+from comparison.runner import PRESETS
+from envs import BREAK, NORMAL, STRESS
+from sb3_per import PrioritizedReplayBuffer
+from sb3_per.replay_tags import TagWeightedReplayBuffer
+
+TINY = tiny_run_argv(total_steps=600, learning_starts=200, eval_freq=200, eval_episodes=2, episode_length=40)
+
+
+def test_per_no_is_samples_as_per_with_beta_zero_throughout():
+    model = make_model(
+        RunConfig(variant="per_no_is", alpha=0.7, beta_start=0.4, beta_end=1.0), gym.make(RunConfig.env_id)
+    )
+    buffer = model.replay_buffer
+    assert isinstance(buffer, PrioritizedReplayBuffer) and model.per_mode == "per"
+    assert (buffer.alpha, buffer.prioritization, buffer.priority_half_life) == (0.7, "proportional", None)
+    buffer.set_beta_progress(1.0)
+    assert buffer.beta == 0.0
+
+
+def test_regime_weighted_weighs_each_regime_as_the_config_says():
+    config = RunConfig(variant="regime_weighted", regime_weights=(1.0, 3.0, 0.5))
+    model = make_model(config, gym.make(config.env_id))
+    assert type(model.replay_buffer) is TagWeightedReplayBuffer
+    assert model.replay_buffer.tag_weights == {NORMAL: 1.0, STRESS: 3.0, BREAK: 0.5}
+    assert model.per_mode == "per"  # with a buffer whose batches carry no weights: SB3's unweighted loss
+
+
+def test_the_ablations_are_in_no_preset():
+    for preset in PRESETS.values():
+        assert not {"per_no_is", "regime_weighted"} & set(preset.plan(None, None))
+
+
+def test_ablation_runs_train_with_unit_weights_and_oversample_the_weighted_regime(tmp_path):
+    argv = ["--quick", "--out", str(tmp_path), "--seeds", "0", "--variants", "per_no_is", "regime_weighted"]
+    result = compare_main([*argv, "--regime-weights", "1", "4", "1", "--no-progress-bar", *TINY])
+    assert result["failures"] == {}
+    telemetry = pd.read_csv(tmp_path / "telemetry.csv").dropna(subset=["sample_share"])
+    no_is = telemetry[telemetry["variant"] == "per_no_is"]
+    assert np.allclose(no_is["is_ess"].dropna(), 1.0)  # every IS weight 1
+    progress = pd.read_csv(tmp_path / "runs" / "per_no_is_s0" / "progress.csv")
+    assert np.allclose(progress["train/per_weight_mean"].dropna(), 1.0)
+    stress = telemetry[(telemetry["variant"] == "regime_weighted") & (telemetry["tag"] == STRESS)]
+    # stress days weigh 4: sampled share 4b / (1 + 3b) of a stored share b, far above b itself
+    expected = 4 * stress["buffer_share"] / (1 + 3 * stress["buffer_share"])
+    assert (stress["buffer_share"] > 0).all()
+    assert np.allclose(stress["sample_share"], expected, atol=0.1)
+    assert (stress["sample_share"] > 1.5 * stress["buffer_share"]).all()
+
+
+@pytest.mark.parametrize("weights", [["1", "2"], ["1", "0", "1"], ["1", "nan", "1"]])
+def test_bad_regime_weights_are_a_usage_error_naming_them(weights, tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        compare_main(["--quick", "--out", str(tmp_path), "--variants", "regime_weighted", "--regime-weights", *weights])
+    assert "regime_weights must be 3 finite weights > 0" in capsys.readouterr().err
