@@ -158,9 +158,9 @@ class RunConfig:
         10,000 and 40,000 by mean final return on validation seeds 100 and 101, validation episodes from 2,000,000,
         30k steps; docs/results/faded_validation)
     :param regime_weights: sampling weight of each regime (``envs.NORMAL``, ``STRESS``, ``BREAK``) in the
-        ``regime_weighted`` ablation, relative to its stored share (1, 1.5, 1.2: the ratio of PER's sampled to stored
-        share of each regime, 0.92, 1.38 and 1.10, taken relative to the normal regime's and rounded, on the
-        validation runs of seeds 100 and 101, 30k steps; docs/results/faded_validation/per)
+        ``regime_weighted`` ablation, relative to its stored share. Default 1, 1.5, 1.2: PER's sampled-to-stored
+        share of each regime, 0.92, 1.38 and 1.10 (mean over the evaluations of the validation runs, seeds 100 and
+        101, 30k steps; docs/results/faded_validation/per), relative to the normal regime's and rounded
     :param net_arch: hidden layers of the actor and critics
     :param learning_rate: Adam learning rate
     :param learning_starts: env steps collected before training starts
