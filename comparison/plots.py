@@ -29,7 +29,7 @@ from comparison.schema import (
     check_columns,
     tag_name,
 )
-from comparison.statistics import DEFAULT_BOOTSTRAP, FEW_SEEDS, BootstrapSettings, RngLike, bootstrap_ci
+from comparison.statistics import DEFAULT_BOOTSTRAP, FEW_SEEDS, BootstrapSettings, bootstrap_ci, keyed_generator
 from comparison.tables import final_returns, variant_order
 
 
@@ -65,7 +65,7 @@ def plot_learning_curves(
     path: str | Path,
     *,
     bootstrap: BootstrapSettings = DEFAULT_BOOTSTRAP,
-    rng: RngLike = 0,
+    rng: int = 0,
 ) -> Path:
     """
     Write :func:`learning_curves_figure` as a PNG.
@@ -74,7 +74,7 @@ def plot_learning_curves(
     :param baselines: the baselines (columns :data:`BASELINE_COLUMNS`)
     :param path: where to write the PNG
     :param bootstrap: resamples and coverage of the bands
-    :param rng: seed or generator for the bootstrap (deterministic given a seed)
+    :param rng: bootstrap seed; each variant's bands have their own generator (:func:`keyed_generator`)
     :return: the path written
     """
     path = Path(path)
@@ -87,7 +87,7 @@ def learning_curves_figure(
     baselines: pd.DataFrame,
     *,
     bootstrap: BootstrapSettings = DEFAULT_BOOTSTRAP,
-    rng: RngLike = 0,
+    rng: int = 0,
 ) -> Figure:
     """
     Learning curves: mean evaluation return against env steps, per variant the mean over seeds at each evaluation
@@ -98,12 +98,11 @@ def learning_curves_figure(
     :param evals: the evaluations (columns :data:`EVALUATION_COLUMNS`)
     :param baselines: the baselines (columns :data:`BASELINE_COLUMNS`)
     :param bootstrap: resamples and coverage of the bands
-    :param rng: seed or generator for the bootstrap (deterministic given a seed)
+    :param rng: bootstrap seed; each variant's bands have their own generator (:func:`keyed_generator`)
     :return: the figure (on an Agg canvas)
     """
     check_columns(evals, EVALUATION_COLUMNS, "evaluations")
     check_columns(baselines, BASELINE_COLUMNS, "baselines")
-    generator = np.random.default_rng(rng)
     order = variant_order(evals["variant"])
     colors, baseline_colors = _variant_colors(order, baselines)
     figure = _new_figure(11.0)
@@ -111,6 +110,7 @@ def learning_curves_figure(
     level = bootstrap.level
     for variant in order:
         runs = evals.loc[evals["variant"] == variant]
+        generator = keyed_generator(rng, "learning_curve", variant)
         steps, means, lows, highs = [], [], [], []
         for step, group in runs.groupby("step", sort=True):
             values = group["mean_return"].to_numpy(dtype=float)
@@ -146,7 +146,7 @@ def plot_regime_returns(
     path: str | Path,
     *,
     bootstrap: BootstrapSettings = DEFAULT_BOOTSTRAP,
-    rng: RngLike = 0,
+    rng: int = 0,
 ) -> Path:
     """
     Write :func:`regime_returns_figure` as a PNG.
@@ -155,7 +155,7 @@ def plot_regime_returns(
     :param baselines: the baselines (columns :data:`BASELINE_COLUMNS`)
     :param path: where to write the PNG
     :param bootstrap: resamples and coverage of the error bars
-    :param rng: seed or generator for the bootstrap (deterministic given a seed)
+    :param rng: bootstrap seed; each variant's bands have their own generator (:func:`keyed_generator`)
     :return: the path written
     """
     path = Path(path)
@@ -168,7 +168,7 @@ def regime_returns_figure(
     baselines: pd.DataFrame,
     *,
     bootstrap: BootstrapSettings = DEFAULT_BOOTSTRAP,
-    rng: RngLike = 0,
+    rng: int = 0,
 ) -> Figure:
     """
     Grouped bar chart of the final return per hidden regime (normal, stress, break): per learning variant the mean
@@ -178,12 +178,11 @@ def regime_returns_figure(
     :param evals: the evaluations (columns :data:`EVALUATION_COLUMNS`)
     :param baselines: the baselines (columns :data:`BASELINE_COLUMNS`)
     :param bootstrap: resamples and coverage of the error bars
-    :param rng: seed or generator for the bootstrap (deterministic given a seed)
+    :param rng: bootstrap seed; each variant's bands have their own generator (:func:`keyed_generator`)
     :return: the figure (on an Agg canvas)
     """
     check_columns(evals, EVALUATION_COLUMNS, "evaluations")
     check_columns(baselines, BASELINE_COLUMNS, "baselines")
-    generator = np.random.default_rng(rng)
     final = final_returns(evals)
     order = variant_order(evals["variant"])
     colors, baseline_colors = _variant_colors(order, baselines)
@@ -195,6 +194,7 @@ def regime_returns_figure(
     level = bootstrap.level
     for k, variant in enumerate(order):
         runs = final.loc[final["variant"] == variant]
+        generator = keyed_generator(rng, "regime_returns", variant)
         means: list[float] = []
         errors: list[list[float]] = [[], []]
         for column in REGIME_RETURN_COLUMNS:

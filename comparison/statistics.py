@@ -7,6 +7,7 @@ Pure functions of arrays of numbers (one per seed): nothing here knows of envs, 
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -52,6 +53,20 @@ class BootstrapSettings:
 
 #: What a report uses unless told otherwise.
 DEFAULT_BOOTSTRAP = BootstrapSettings()
+
+
+def keyed_generator(seed: int, *key: str) -> np.random.Generator:
+    """
+    A generator determined by ``seed`` and ``key`` alone (say an interval's figure and the name of what it is over),
+    so that a report's interval does not move when the report gains or loses other intervals.
+
+    :param seed: the report's bootstrap seed, >= 0
+    :param key: the interval's name, in parts
+    """
+    if isinstance(seed, bool) or int(seed) != seed or seed < 0:
+        raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
+    words = [int.from_bytes(hashlib.sha256(part.encode()).digest()[:8], "little") for part in key]
+    return np.random.default_rng([int(seed), *words])
 
 
 def _finite_1d(values: Iterable[float] | np.ndarray, name: str = "values") -> np.ndarray:

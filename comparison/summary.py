@@ -6,7 +6,6 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from comparison.schema import REGIME_RETURN_COLUMNS, tag_name
@@ -16,7 +15,7 @@ from comparison.statistics import (
     NEAR_ZERO,
     BootstrapSettings,
     RelativeDifference,
-    RngLike,
+    keyed_generator,
     median_ratio_ci,
     probability_of_improvement_ci,
     relative_difference_ci,
@@ -98,7 +97,7 @@ def _table_rows(table: pd.DataFrame, level: str, threshold_baseline: str) -> lis
 
 
 def _steps_ratio_line(
-    steps: pd.DataFrame, variant: str, threshold_baseline: str, bootstrap: BootstrapSettings, rng: np.random.Generator
+    steps: pd.DataFrame, variant: str, threshold_baseline: str, bootstrap: BootstrapSettings, rng: int
 ) -> str:
     """The line comparing a variant's censored steps to the threshold with the reference's."""
     reference = steps.loc[steps["variant"] == REFERENCE_VARIANT]
@@ -116,7 +115,7 @@ def _steps_ratio_line(
         compared["steps"],
         n_resamples=bootstrap.n_resamples,
         confidence=bootstrap.confidence,
-        rng=rng,
+        rng=keyed_generator(rng, "steps_ratio", variant),
     )
     return f"{head}; ratio {ratio:.2f} [{low:.2f}, {high:.2f}] ({bootstrap.level} CI)."
 
@@ -193,7 +192,7 @@ def write_summary_md(
     seeds: Sequence[int],
     threshold_baseline: str = THRESHOLD_BASELINE,
     bootstrap: BootstrapSettings = DEFAULT_BOOTSTRAP,
-    rng: RngLike = 0,
+    rng: int = 0,
     near_zero: float = NEAR_ZERO,
     telemetry: pd.DataFrame | None = None,
 ) -> str:
@@ -211,18 +210,18 @@ def write_summary_md(
     :param seeds: the seeds given to that command (a mismatch with the seeds in ``evals`` is flagged)
     :param threshold_baseline: the baseline whose mean return is the threshold for the steps column
     :param bootstrap: resamples and coverage of all CIs
-    :param rng: seed or generator for the bootstrap (deterministic given a seed)
+    :param rng: bootstrap seed; each interval has its own generator (:func:`keyed_generator`), so that adding
+        or removing a variant leaves the other variants' intervals as they were
     :param near_zero: threshold on ``|IQM(uniform)|`` below which no relative difference is reported
     :param telemetry: the runs' telemetry (columns :data:`TELEMETRY_COLUMNS`); None or no rows: no such section
     :return: the Markdown text written
     """
-    generator = np.random.default_rng(rng)
     table = summary_table(
         evals,
         baselines,
         threshold_baseline=threshold_baseline,
         bootstrap=bootstrap,
-        rng=generator,
+        rng=rng,
     )
     final = final_returns(evals)
     order = variant_order(evals["variant"])
@@ -258,7 +257,7 @@ def write_summary_md(
                 compared,
                 n_resamples=bootstrap.n_resamples,
                 confidence=bootstrap.confidence,
-                rng=generator,
+                rng=keyed_generator(rng, "relative_difference", variant),
                 near_zero=near_zero,
             )
             lines.append(_difference_line(REFERENCE_VARIANT, variant, diff))
@@ -266,7 +265,11 @@ def write_summary_md(
         for variant in order[1:]:
             compared = final.loc[final["variant"] == variant, "mean_return"].to_numpy(dtype=float)
             p, (low, high) = probability_of_improvement_ci(
-                compared, reference, n_resamples=bootstrap.n_resamples, confidence=bootstrap.confidence, rng=generator
+                compared,
+                reference,
+                n_resamples=bootstrap.n_resamples,
+                confidence=bootstrap.confidence,
+                rng=keyed_generator(rng, "probability_of_improvement", variant),
             )
             lines.append(
                 f"- P({variant} > {REFERENCE_VARIANT}), final return: {p:.2f} [{low:.2f}, {high:.2f}] ({level} CI)."
@@ -275,7 +278,7 @@ def write_summary_md(
         if threshold is not None:
             steps = censored_steps_to_threshold(evals, threshold)
             for variant in order[1:]:
-                lines.append(_steps_ratio_line(steps, variant, threshold_baseline, bootstrap, generator))
+                lines.append(_steps_ratio_line(steps, variant, threshold_baseline, bootstrap, rng))
 
     if telemetry is not None and not telemetry.empty:
         lines += _telemetry_rows(telemetry)
@@ -294,8 +297,10 @@ def write_summary_md(
         "- Final return: mean evaluation return of a run's last evaluation.",
         "- IQM: interquartile mean over seeds, the mean after dropping floor(n/4) values at each end "
         "(`scipy.stats.trim_mean(x, 0.25)`); with 3 seeds or fewer nothing is dropped and it equals the mean.",
-        f"- CIs: percentile bootstrap over seeds, {bootstrap.n_resamples} resamples, fixed bootstrap seed; for "
-        "differences the seeds of each variant are resampled independently.",
+        f"- CIs: percentile bootstrap over seeds, {bootstrap.n_resamples} resamples; each interval's generator is "
+        "seeded by a fixed bootstrap seed and the interval's name (figure and variant), so an interval does not move "
+        "when the report gains or loses other variants; for differences the seeds of each variant are resampled "
+        "independently.",
         f"- Relative difference: (IQM(variant) - IQM({REFERENCE_VARIANT})) / |IQM({REFERENCE_VARIANT})|; not reported "
         f"when |IQM({REFERENCE_VARIANT})| < {near_zero:g} (only the absolute difference then).",
         "- Std: over seeds, ddof=1. Sharpe and regime returns: mean over seeds of the final evaluation's figures "

@@ -21,7 +21,7 @@ from comparison.schema import (
     TELEMETRY_STATS,
     check_columns,
 )
-from comparison.statistics import DEFAULT_BOOTSTRAP, BootstrapSettings, RngLike, bootstrap_ci, iqm
+from comparison.statistics import DEFAULT_BOOTSTRAP, BootstrapSettings, bootstrap_ci, iqm, keyed_generator
 
 #: The learning variant every other variant is compared against.
 REFERENCE_VARIANT = "uniform"
@@ -265,7 +265,7 @@ def summary_table(
     *,
     threshold_baseline: str = THRESHOLD_BASELINE,
     bootstrap: BootstrapSettings = DEFAULT_BOOTSTRAP,
-    rng: RngLike = 0,
+    rng: int = 0,
 ) -> pd.DataFrame:
     """
     One row per learning variant, then one per baseline, with the figures of ``summary.md``.
@@ -282,12 +282,11 @@ def summary_table(
     :param threshold_baseline: the baseline whose mean return is the threshold for the steps column
         (steps columns are NaN if there is no such baseline)
     :param bootstrap: resamples and coverage of the IQM CIs
-    :param rng: seed or generator for the bootstrap (deterministic given a seed)
+    :param rng: bootstrap seed; each variant's interval has its own generator (:func:`keyed_generator`)
     :return: columns :data:`SUMMARY_COLUMNS`
     """
     check_columns(evals, EVALUATION_COLUMNS, "evaluations")
     check_columns(baselines, BASELINE_COLUMNS, "baselines")
-    generator = np.random.default_rng(rng)
     final = final_returns(evals)
     threshold = baseline_threshold(baselines, threshold_baseline)
     steps = steps_to_threshold(evals, threshold) if threshold is not None else None
@@ -295,6 +294,7 @@ def summary_table(
     for variant in variant_order(evals["variant"]):
         runs = final.loc[final["variant"] == variant]
         returns = runs["mean_return"].to_numpy(dtype=float)
+        generator = keyed_generator(rng, "final_return_iqm", variant)
         low, high = bootstrap_ci(returns, iqm, bootstrap.n_resamples, bootstrap.confidence, generator)
         if steps is not None:
             reached = steps.loc[steps["variant"] == variant, "steps_to_threshold"].dropna()

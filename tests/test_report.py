@@ -14,7 +14,7 @@ from scipy.stats import trim_mean
 
 from comparison.report import write_report
 from comparison.schema import BASELINE_COLUMNS, EVALUATION_COLUMNS
-from comparison.statistics import bootstrap_ci, iqm, relative_difference_ci
+from comparison.statistics import bootstrap_ci, iqm, keyed_generator, relative_difference_ci
 from comparison.summary import write_summary_md
 from comparison.tables import final_returns, steps_to_threshold, summary_table, variant_order
 
@@ -366,6 +366,36 @@ def test_summary_table_is_deterministic_and_ordered(out_dir: Path) -> None:
     assert table["policy"].tolist() == ["uniform", "per", "zscore", "flat"]
     assert table["kind"].tolist() == ["learned", "learned", "baseline", "baseline"]
     pd.testing.assert_frame_equal(table, summary_table(evals, baselines, rng=3))
+
+
+def test_an_interval_does_not_move_when_the_report_gains_a_variant(tmp_path: Path) -> None:
+    evals = synthetic_evaluations(np.random.default_rng(1234))
+    extra = evals.loc[evals["variant"] == "per"].assign(
+        variant="lap", run=lambda f: f["run"].str.replace("per", "lap"), mean_return=lambda f: f["mean_return"] + 0.01
+    )
+    baselines = synthetic_baselines()
+
+    def per_lines(frame: pd.DataFrame, name: str) -> list[str]:
+        text = write_summary_md(frame, baselines, tmp_path / name, command="test", seeds=SEEDS, rng=5)
+        return [
+            line
+            for line in text.splitlines()
+            if line.startswith(("| per ", "| uniform ")) or "per vs" in line or "P(per" in line or ", per /" in line
+        ]
+
+    alone = per_lines(evals, "alone.md")
+    assert len(alone) == 5  # two table rows, the difference, P(improvement), the steps ratio
+    assert per_lines(pd.concat([extra, evals], ignore_index=True), "with_lap.md") == alone
+
+
+def test_keyed_generators_depend_on_the_seed_and_key_alone() -> None:
+    draw = lambda seed, *key: keyed_generator(seed, *key).random(4).tolist()  # noqa: E731
+    assert draw(0, "iqm", "per") == draw(0, "iqm", "per")
+    assert len({tuple(draw(0, "iqm", "per")), tuple(draw(1, "iqm", "per")), tuple(draw(0, "iqm", "lap"))}) == 3
+    assert draw(0, "iqm", "per") != draw(0, "iqmper")
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="seed must be an integer >= 0"):
+            keyed_generator(bad, "iqm")
 
 
 def test_summary_flags_seed_mismatch_and_uneven_runs(tmp_path: Path) -> None:
