@@ -43,7 +43,8 @@ def write_report(
     :param command: the command line that produced the CSV files (recorded in ``summary.md``)
     :param seeds: the seeds given to that command (recorded in ``summary.md``)
     :param bootstrap: resamples and coverage of all CIs
-    :param rng: bootstrap seed (each output uses a generator seeded with it, so each is reproducible on its own)
+    :param rng: bootstrap seed (each interval of each output draws from its own generator, seeded with it and the
+        interval's name: see `comparison.statistics.keyed_generator`)
     :return: ``{"summary": ..., "learning_curves": ..., "regime_returns": ...}`` paths, and ``"replay_attention"``
         where written
     :raises FileNotFoundError: if ``evaluations.csv`` or ``baselines.csv`` is missing
