@@ -155,7 +155,7 @@ def plot_regime_returns(
     :param baselines: the baselines (columns :data:`BASELINE_COLUMNS`)
     :param path: where to write the PNG
     :param bootstrap: resamples and coverage of the error bars
-    :param rng: bootstrap seed; each variant's bands have their own generator (:func:`keyed_generator`)
+    :param rng: bootstrap seed; each variant's error bars have their own generator (:func:`keyed_generator`)
     :return: the path written
     """
     path = Path(path)
@@ -178,7 +178,7 @@ def regime_returns_figure(
     :param evals: the evaluations (columns :data:`EVALUATION_COLUMNS`)
     :param baselines: the baselines (columns :data:`BASELINE_COLUMNS`)
     :param bootstrap: resamples and coverage of the error bars
-    :param rng: bootstrap seed; each variant's bands have their own generator (:func:`keyed_generator`)
+    :param rng: bootstrap seed; each variant's error bars have their own generator (:func:`keyed_generator`)
     :return: the figure (on an Agg canvas)
     """
     check_columns(evals, EVALUATION_COLUMNS, "evaluations")
