@@ -265,7 +265,7 @@ def checked_tag_weights(tag_weights: Mapping[int, float] | None) -> dict[int, fl
         raise ValueError(f"tag_weights must be a mapping of tag -> weight, e.g. {{1: 1.5}}, got {tag_weights!r}")
     checked: dict[int, float] = {}
     for tag, weight in tag_weights.items():
-        if isinstance(tag, bool) or not isinstance(tag, Integral) or tag_of(tag) != tag:
+        if not isinstance(tag, Integral) or tag_of(tag) != tag:  # tag_of also refuses a bool
             raise ValueError(f"tag_weights keys must be integer tags, got {tag!r}")
         if not is_sampling_weight(weight):
             raise ValueError(f"tag_weights[{tag!r}] must be a finite number > 0, got {weight!r}")
