@@ -241,9 +241,10 @@ def compare_parser() -> argparse.ArgumentParser:
         help="replay variants (default: the preset's: uniform per, and with --full also lap la3p faded rank pal): "
         "uniform (SB3), per (proportional PER), rank (rank-based PER), lap (loss-adjusted prioritization), pal "
         "(uniform replay with the prioritized approximation loss), la3p (actor prioritized replay: LAP for the "
-        "critic, 1/priority for the actor), faded (PER whose priorities halve every --half-life env steps); two "
-        "ablations of PER, in no preset: per_no_is (PER's sampling, no importance weights) and regime_weighted "
-        "(no TD priorities: each regime sampled in proportion to --regime-weights, uniformly within it)",
+        "critic, 1/priority for the actor), faded (PER whose priorities halve every --half-life env steps); three "
+        "ablations of PER, in no preset: per_no_is (PER's sampling, no importance weights), regime_weighted "
+        "(no TD priorities: each regime sampled in proportion to --regime-weights, uniformly within it) and "
+        "per_critic_only (PER for the critic's batch, a uniform batch for the actor)",
     )
     parser.add_argument(
         "--backend",

@@ -63,6 +63,8 @@ class ReplayVariant:
     :param faded: the prioritized buffer's priorities fade with age, with half-life ``RunConfig.half_life``
     :param importance_weights: the ``per_mode="per"`` loss weights each sample by its importance-sampling weight
         (False: beta is 0 throughout, every weight 1)
+    :param uniform_actor_batch: ``sb3_per.SAC``'s ``uniform_actor_batch``: the actor and entropy steps train on a
+        uniform batch of their own, the critic on the prioritized one
     """
 
     buffer_class: type[ReplayBuffer]
@@ -71,6 +73,7 @@ class ReplayVariant:
     inverse_sampling: bool = False
     faded: bool = False
     importance_weights: bool = True
+    uniform_actor_batch: bool = False
 
     @property
     def replay_fields(self) -> frozenset[str]:
@@ -123,6 +126,8 @@ VARIANTS: dict[str, ReplayVariant] = {
     "per_no_is": ReplayVariant(PrioritizedReplayBuffer, importance_weights=False),
     # No TD priorities: each regime sampled in proportion to RunConfig.regime_weights, uniformly within it
     "regime_weighted": ReplayVariant(TagWeightedReplayBuffer),
+    # PER for the critic only: its batch, IS-weighted loss and priorities as PER's; the actor's batch uniform
+    "per_critic_only": ReplayVariant(PrioritizedReplayBuffer, uniform_actor_batch=True),
 }
 
 
@@ -346,6 +351,7 @@ def make_model(config: RunConfig, env: Any) -> SAC:
         lap_min_priority=config.lap_min_priority,
         la3p_fraction=config.la3p_fraction,
         la3p_budget="matched",
+        uniform_actor_batch=VARIANTS[config.variant].uniform_actor_batch,
         policy_kwargs=dict(net_arch=list(config.net_arch)),
         seed=config.seed,
         device="cpu",

@@ -28,6 +28,8 @@ PER_MODES = ("per", "lap", "pal", "la3p")
 LAP_PRIORITY_MODES = ("lap", "la3p")
 # LA3P's schedules (see `PrioritizedReplayMixin`)
 LA3P_BUDGETS = ("matched", "paper")
+# The modes whose actor trains on the critic's prioritized batch, which `uniform_actor_batch` replaces
+UNIFORM_ACTOR_MODES = ("per", "lap")
 # What `PrioritizedReplayMixin._record_per_stats` logs through the model's logger each training call
 # (with per_mode="lap", only the two priority keys).
 PER_LOGGER_KEYS = ("train/per_beta", "train/per_weight_mean", "train/per_priority_mean", "train/per_priority_max")
@@ -85,6 +87,23 @@ def check_per_mode(
     if not (np.isfinite(lap_min_priority) and lap_min_priority > 0):
         raise ValueError(f"lap_min_priority must be a finite number > 0, got {lap_min_priority!r}")
     return per_mode
+
+
+def check_uniform_actor_batch(uniform_actor_batch: bool, per_mode: str) -> bool:
+    """
+    :param uniform_actor_batch: whether the actor trains on a uniform batch of its own
+    :param per_mode: one of ``PER_MODES``
+    :return: ``uniform_actor_batch``, if a bool that ``per_mode`` allows (True only with ``UNIFORM_ACTOR_MODES``)
+    :raises ValueError: naming the parameter, for any other value
+    """
+    if not isinstance(uniform_actor_batch, (bool, np.bool_)):
+        raise ValueError(f"uniform_actor_batch must be a bool, got {uniform_actor_batch!r}")
+    if uniform_actor_batch and per_mode not in UNIFORM_ACTOR_MODES:
+        raise ValueError(
+            f"uniform_actor_batch=True replaces the actor's prioritized batch, which only per_mode in "
+            f"{UNIFORM_ACTOR_MODES} has, got per_mode={per_mode!r}"
+        )
+    return bool(uniform_actor_batch)
 
 
 def _weighted_mean(per_sample: th.Tensor, weights: th.Tensor | None) -> th.Tensor:
@@ -275,7 +294,7 @@ class TrainingCallRecord:
     :param sampled_indices: (tagged) the flat indices of each batch sampled, each batch once
     :param critic_indices: (tagged) the flat indices of each critic batch, aligned with ``td_errors``
     :param td_errors: (tagged) each critic batch's absolute TD errors
-    :param actor_indices: (tagged, LA3P) the flat indices of each actor batch
+    :param actor_indices: (tagged, LA3P or ``uniform_actor_batch``) the flat indices of each actor batch
     """
 
     first_beta: float | None = None
@@ -319,6 +338,12 @@ class PrioritizedReplayMixin:
       (theirs rebuilt over the filled prefix each step, stale once the ring wraps); TD3's delayed actor steps
       sample no inverse batch, as theirs.
 
+    With ``uniform_actor_batch=True`` (``"per"`` or ``"lap"``, a prioritized buffer) the actor step, and SAC's
+    entropy step, train on a batch of their own, sampled uniformly (``sample_uniform``) after the critic's
+    prioritized batch; the critic's batch, loss and priorities are unchanged. An ablation: prioritized replay
+    for the critic only, uniform for the actor (LA3P's argument, without its inverse sampling and PAL loss).
+    TD3's and DDPG's steps without an actor update sample no actor batch.
+
     The twin critics' TD errors are combined as ``td_error_reduction`` says: by default the max for LAP and PAL
     (their authors' choice), the mean for ``"per"``.
 
@@ -338,6 +363,7 @@ class PrioritizedReplayMixin:
     lap_min_priority: float = 1.0
     la3p_fraction: float = 0.5
     la3p_budget: str = "matched"
+    uniform_actor_batch: bool = False
     # The per_mode values the algorithm supports (DQN has no actor for LA3P)
     supported_per_modes: tuple[str, ...] = PER_MODES
     # The factor in front of the sum over critics of the MSE in the SB3 algorithm's critic loss (SAC: 0.5).
@@ -361,11 +387,12 @@ class PrioritizedReplayMixin:
         lap_min_priority: float,
         la3p_fraction: float = 0.5,
         la3p_budget: str = "matched",
+        uniform_actor_batch: bool = False,
     ) -> None:
         """Check and keep the constructor's replay options (see the algorithms' docstrings)."""
-        self.per_mode = check_per_mode(
-            per_mode, pal_alpha, lap_min_priority, la3p_fraction, la3p_budget, self.supported_per_modes
-        )
+        check_per_mode(per_mode, pal_alpha, lap_min_priority, la3p_fraction, la3p_budget, self.supported_per_modes)
+        self.uniform_actor_batch = check_uniform_actor_batch(uniform_actor_batch, per_mode)
+        self.per_mode = per_mode
         self.la3p_fraction = float(la3p_fraction)
         self.la3p_budget = la3p_budget
         if td_error_reduction is None:
@@ -439,6 +466,12 @@ class PrioritizedReplayMixin:
                 "per_mode='la3p' samples its actor batches in proportion to 1 / priority: make the "
                 f"{type(buffer).__name__} with inverse_sampling=True in replay_buffer_kwargs"
             )
+        if self.uniform_actor_batch and not prioritized:
+            raise ValueError(
+                "uniform_actor_batch=True samples the actor's batch uniformly beside the critic's prioritized one, "
+                f"but the replay buffer is a {type(buffer).__name__}: use PrioritizedReplayBuffer "
+                "(PrioritizedDictReplayBuffer for Dict observations)"
+            )
         if self.per_mode == "pal" and prioritized:
             raise ValueError(
                 "per_mode='pal' replaces prioritized sampling by its loss and samples uniformly, but the replay "
@@ -473,13 +506,18 @@ class PrioritizedReplayMixin:
                     record.sampled_indices,
                     record.critic_indices,
                     record.td_errors,
-                    actor_indices=record.actor_indices if self.per_mode == "la3p" else None,
+                    actor_indices=record.actor_indices if self._separate_actor_batches else None,
                     weights=record.weights,
                 )
         else:
             # Uniform replay: SB3's own `train`, so results are bit-identical and PER costs nothing.
             kwargs = {} if batch_size is None else {"batch_size": batch_size}
             super().train(gradient_steps, **kwargs)  # type: ignore[misc]
+
+    @property
+    def _separate_actor_batches(self) -> bool:
+        """Whether the actor trains on batches other than the critic's."""
+        return self.per_mode == "la3p" or self.uniform_actor_batch
 
     def _train_per(
         self, buffer: ReplayBuffer, gradient_steps: int, batch_size: int, record: TrainingCallRecord
@@ -490,9 +528,9 @@ class PrioritizedReplayMixin:
         self, buffer: ReplayBuffer, batch_size: int, record: TrainingCallRecord, train_actor: bool = True
     ) -> Iterator[ReplayUpdate]:
         """
-        The critic and actor steps of one gradient step, as ``per_mode`` says: one batch of ``batch_size``
-        for both, or LA3P's batches. Batches are sampled as the steps ask for them, after the previous step's
-        priority write-back.
+        The critic and actor steps of one gradient step, as ``per_mode`` says: one batch of ``batch_size`` for
+        both (with ``uniform_actor_batch``, a second, uniform one for the actor), or LA3P's batches. Batches are
+        sampled as the steps ask for them, after the previous step's priority write-back.
 
         :param buffer: the replay buffer
         :param batch_size: the gradient step's number of transitions
@@ -503,7 +541,14 @@ class PrioritizedReplayMixin:
             yield from self._la3p_updates(buffer, batch_size, record, train_actor)
             return
         batch = self._sample(buffer, batch_size, record)
-        yield ReplayUpdate(batch, self._critic_loss_of(batch), batch)
+        actor_batch = batch
+        if self.uniform_actor_batch and train_actor:
+            assert isinstance(buffer, PrioritizedBufferMixin)
+            actor_batch = buffer.sample_uniform(batch_size, self._vec_normalize_env)
+            if record.tagged:
+                record.sampled_indices.append(actor_batch.indices)
+            self._record_actor_batch(actor_batch, record)
+        yield ReplayUpdate(batch, self._critic_loss_of(batch), actor_batch)
 
     def _la3p_updates(
         self, buffer: ReplayBuffer, batch_size: int, record: TrainingCallRecord, train_actor: bool

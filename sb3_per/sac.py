@@ -115,6 +115,10 @@ class SAC(PrioritizedReplayMixin, stable_baselines3.SAC):
     :param la3p_fraction: LA3P's prioritized share ``lambda`` of each batch, in (0, 1] (``per_mode="la3p"``)
     :param la3p_budget: LA3P's schedule: ``"matched"`` (default; the optimizer steps of uniform replay, on batches
         of ``batch_size``) or ``"paper"`` (the authors' two critic and two actor steps on parts of the batch)
+    :param uniform_actor_batch: Whether the actor and entropy-coefficient steps train on a batch of their own,
+        sampled uniformly from the prioritized buffer, while the critic trains on the prioritized batch
+        (``per_mode="per"`` or ``"lap"``; default False: one batch for all). An ablation: prioritized replay for
+        the critic only.
     :param _init_setup_model: Whether or not to build the network at the creation of the instance
     """
 
@@ -153,9 +157,12 @@ class SAC(PrioritizedReplayMixin, stable_baselines3.SAC):
         lap_min_priority: float = 1.0,
         la3p_fraction: float = 0.5,
         la3p_budget: str = "matched",
+        uniform_actor_batch: bool = False,
         _init_setup_model: bool = True,
     ):
-        self._init_replay_options(per_mode, td_error_reduction, pal_alpha, lap_min_priority, la3p_fraction, la3p_budget)
+        self._init_replay_options(
+            per_mode, td_error_reduction, pal_alpha, lap_min_priority, la3p_fraction, la3p_budget, uniform_actor_batch
+        )
         super().__init__(
             policy,
             env,

@@ -172,6 +172,9 @@ class TD3(TD3TrainingSteps, stable_baselines3.TD3):
     :param la3p_fraction: LA3P's prioritized share ``lambda`` of each batch, in (0, 1] (``per_mode="la3p"``)
     :param la3p_budget: LA3P's schedule: ``"matched"`` (default; the optimizer steps of uniform replay, on batches
         of ``batch_size``) or ``"paper"`` (the authors' two critic and two actor steps on parts of the batch)
+    :param uniform_actor_batch: Whether the actor step trains on a batch of its own, sampled uniformly from the
+        prioritized buffer, while the critic trains on the prioritized batch (``per_mode="per"`` or ``"lap"``;
+        default False: one batch for both). An ablation: prioritized replay for the critic only.
     """
 
     # SB3's TD3 narrows these two from its base classes' types (BasePolicy, th.nn.Module). mypy requires the
@@ -212,9 +215,12 @@ class TD3(TD3TrainingSteps, stable_baselines3.TD3):
         lap_min_priority: float = 1.0,
         la3p_fraction: float = 0.5,
         la3p_budget: str = "matched",
+        uniform_actor_batch: bool = False,
         _init_setup_model: bool = True,
     ):
-        self._init_replay_options(per_mode, td_error_reduction, pal_alpha, lap_min_priority, la3p_fraction, la3p_budget)
+        self._init_replay_options(
+            per_mode, td_error_reduction, pal_alpha, lap_min_priority, la3p_fraction, la3p_budget, uniform_actor_batch
+        )
         super().__init__(
             policy,
             env,

@@ -10,7 +10,9 @@ buffer with ``tag_key``), for every tag ``k`` stored:
   counted once), averaged over the calls since the last dump;
 - ``replay/tag_{k}_td_error`` (``record_mean``; only in calls that sampled tag k): mean absolute TD error of the
   call's critic samples with tag k, averaged over those calls;
-- for ``per_mode="la3p"`` also ``replay/tag_{k}_critic_sample_share`` and ``replay/tag_{k}_actor_sample_share``;
+- where the actor trains on batches of its own (``per_mode="la3p"``, ``uniform_actor_batch=True``) also
+  ``replay/tag_{k}_critic_sample_share`` and ``replay/tag_{k}_actor_sample_share`` (the latter only in calls with
+  an actor step: TD3's delayed policy updates skip some);
 
 and ``replay/is_ess`` (``record_mean``; prioritized ``per_mode="per"`` only): the effective sample size of the
 call's IS weights, ``(sum w) ** 2 / (sum w ** 2) / n``.
@@ -93,7 +95,8 @@ def record_replay_telemetry(
     :param sampled_indices: the flat indices of each batch sampled in the call, each batch once
     :param critic_indices: the flat indices of each critic batch, aligned with ``td_errors``
     :param td_errors: each critic batch's absolute TD errors
-    :param actor_indices: the flat indices of each actor batch, where they differ from the critic's (LA3P)
+    :param actor_indices: the flat indices of each actor batch, where they differ from the critic's (LA3P,
+        ``uniform_actor_batch``); empty for a call without an actor step
     :param weights: the IS weights of the call's batches, for ``replay/is_ess`` (none: not logged)
     """
     buffer_shares = buffer.tag_buffer_shares()
@@ -113,7 +116,8 @@ def record_replay_telemetry(
     if actor_indices is not None:
         for tag, share in tag_shares(critic_tags, stored_tags).items():
             logger.record_mean(telemetry_key(tag, "critic_sample_share"), share)
-        for tag, share in tag_shares(tags_at(np.concatenate(actor_indices)), stored_tags).items():
-            logger.record_mean(telemetry_key(tag, "actor_sample_share"), share)
+        if actor_indices:
+            for tag, share in tag_shares(tags_at(np.concatenate(actor_indices)), stored_tags).items():
+                logger.record_mean(telemetry_key(tag, "actor_sample_share"), share)
     if weights:
         logger.record_mean(IS_ESS_KEY, effective_sample_size(th.cat(tuple(weights))))

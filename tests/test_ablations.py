@@ -1,4 +1,5 @@
-"""The comparison's two ablations of PER: its sampling without IS weights; its regime shares without TD priorities."""
+"""The comparison's three ablations of PER: its sampling without IS weights; its regime shares without TD priorities;
+its prioritized batch for the critic only."""
 
 import gymnasium as gym
 import numpy as np
@@ -35,9 +36,18 @@ def test_regime_weighted_weighs_each_regime_as_the_config_says():
     assert model.per_mode == "per"  # with a buffer whose batches carry no weights: SB3's unweighted loss
 
 
+def test_per_critic_only_is_per_with_a_uniform_actor_batch():
+    config = RunConfig(variant="per_critic_only", alpha=0.7, beta_start=0.4)
+    model, per = (
+        make_model(c, gym.make(config.env_id)) for c in (config, RunConfig(variant="per", alpha=0.7, beta_start=0.4))
+    )
+    assert (model.uniform_actor_batch, per.uniform_actor_batch) == (True, False)
+    assert model.replay_buffer_kwargs == per.replay_buffer_kwargs and model.per_mode == per.per_mode == "per"
+
+
 def test_the_ablations_are_in_no_preset():
     for preset in PRESETS.values():
-        assert not {"per_no_is", "regime_weighted"} & set(preset.plan(None, None))
+        assert not {"per_no_is", "regime_weighted", "per_critic_only"} & set(preset.plan(None, None))
 
 
 def test_ablation_runs_train_with_unit_weights_and_oversample_the_weighted_regime(tmp_path):

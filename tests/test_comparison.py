@@ -185,7 +185,11 @@ def test_each_variant_builds_the_algorithm_and_buffer_of_its_paper(
     assert model.lap_min_priority == (0.02 if variant in ("lap", "pal", "la3p") else RunConfig.lap_min_priority)
     if variant == "la3p":
         assert (model.la3p_fraction, model.la3p_budget) == (0.25, "matched")
-    assert set(VARIANTS) == {"uniform", "per", "rank", "lap", "pal", "la3p", "faded", "per_no_is", "regime_weighted"}
+    assert set(VARIANTS) == {
+        "uniform",
+        *("per", "rank", "lap", "pal", "la3p", "faded"),
+        *("per_no_is", "regime_weighted", "per_critic_only"),
+    }
 
 
 def test_the_rank_lap_and_pal_variants_run_end_to_end_in_the_quick_comparison(tmp_path):
@@ -439,6 +443,7 @@ SETTINGS_OF_SOME_VARIANTS = dict(
         ("la3p", {"lap_alpha", "lap_min_priority", "la3p_fraction"}),
         ("per_no_is", {"alpha"}),
         ("regime_weighted", {"regime_weights"}),
+        ("per_critic_only", {"alpha", "beta_start"}),
     ],
 )
 def test_canonical_configs_keep_only_the_settings_their_variant_uses(variant, kept):

@@ -205,6 +205,13 @@ def test_la3p_telemetry_counts_critic_and_actor_batches_apart():
         assert sum(logged[telemetry_key(tag, stat)] for tag in (0, 1)) == pytest.approx(1.0), stat
 
 
+def test_td3_la3p_telemetry_survives_training_calls_without_an_actor_step():
+    model = la3p(TD3, env=RegimeTaggedPendulum(2), replay_buffer_kwargs={"tag_key": "regime"}, policy_delay=2)
+    model.learn(60)  # one gradient step a call: every other call has no actor step, hence no actor batch
+    logged = model.logger.name_to_value
+    assert sum(logged[telemetry_key(tag, "actor_sample_share")] for tag in (0, 1)) == pytest.approx(1.0)
+
+
 # --- bad combinations ----------------------------------------------------------------------------------------
 
 
