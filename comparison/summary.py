@@ -150,8 +150,10 @@ def _telemetry_rows(telemetry: pd.DataFrame) -> list[str]:
         "",
         "At each run's last evaluation, mean over seeds: the regime's share of the stored transitions, of the "
         "priority mass (prioritized buffers), of the transitions sampled, the mean |TD error| of its sampled "
-        "transitions, and the IS weights' effective sample size (PER's IS-weighted variants). Over training: "
-        "replay_attention.png.",
+        "transitions, and the IS weights' effective sample size (PER's IS-weighted variants). Where the actor "
+        "trains on batches of its own (la3p, per_critic_only), Sampled counts the critic's and the actor's "
+        "together; each run's progress.csv logs them apart (replay/tag_k_critic_sample_share, "
+        "replay/tag_k_actor_sample_share). Over training: replay_attention.png.",
         "",
         "| Variant | Regime | Stored | Priority mass | Sampled | Mean abs TD error | IS ESS |",
         "|---|---|---:|---:|---:|---:|---:|",

@@ -274,7 +274,8 @@ class ReplayUpdate(NamedTuple):
 
     :param critic_batch: the critic's batch, as the replay buffer's ``sample`` returned it
     :param critic_loss: the critic's loss for that batch
-    :param actor_batch: the actor's batch (``None`` where no actor step follows)
+    :param actor_batch: the actor's batch (LA3P: ``None`` where no actor step follows; otherwise the critic's
+        batch there)
     """
 
     critic_batch: Any
@@ -340,9 +341,9 @@ class PrioritizedReplayMixin:
 
     With ``uniform_actor_batch=True`` (``"per"`` or ``"lap"``, a prioritized buffer) the actor step, and SAC's
     entropy step, train on a batch of their own, sampled uniformly (``sample_uniform``) after the critic's
-    prioritized batch; the critic's batch, loss and priorities are unchanged. An ablation: prioritized replay
-    for the critic only, uniform for the actor (LA3P's argument, without its inverse sampling and PAL loss).
-    TD3's and DDPG's steps without an actor update sample no actor batch.
+    prioritized batch; the critic's sampling, loss and priority write-back are those above. An ablation:
+    prioritized replay for the critic only, uniform for the actor (LA3P's argument, without its inverse sampling
+    and PAL loss). TD3's and DDPG's steps without an actor update sample no actor batch.
 
     The twin critics' TD errors are combined as ``td_error_reduction`` says: by default the max for LAP and PAL
     (their authors' choice), the mean for ``"per"``.

@@ -200,8 +200,8 @@ class SAC(PrioritizedReplayMixin, stable_baselines3.SAC):
         """
         SB3's ``SAC.train`` (as of stable-baselines3 2.9), its gradient step split into ``_entropy_step``,
         ``_critic_step`` and ``_actor_step``, run on each update of ``_replay_updates`` (one batch for all three
-        unless ``per_mode`` says otherwise; the target networks follow each update), with the priority write-back
-        after each critic step (``PER:``).
+        unless ``per_mode`` or ``uniform_actor_batch`` says otherwise; the target networks follow each update),
+        with the priority write-back after each critic step (``PER:``).
         """
         # Switch to train mode (this affects batch norm / dropout)
         self.policy.set_training_mode(True)

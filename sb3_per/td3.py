@@ -49,8 +49,8 @@ class TD3TrainingSteps(PrioritizedReplayMixin):
         """
         SB3's ``TD3.train`` (as of stable-baselines3 2.9), its gradient step split into ``_critic_step`` and the
         delayed ``_actor_step``, run on each update of ``_replay_updates`` (one batch for both unless ``per_mode``
-        says otherwise; the target networks follow each delayed actor step), with the priority write-back after
-        each critic step (``PER:``; every step, not only every ``policy_delay``).
+        or ``uniform_actor_batch`` says otherwise; the target networks follow each delayed actor step), with the
+        priority write-back after each critic step (``PER:``; every step, not only every ``policy_delay``).
         """
         # Switch to train mode (this affects batch norm / dropout)
         self.policy.set_training_mode(True)

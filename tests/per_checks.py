@@ -2,6 +2,7 @@
 
 import gymnasium as gym
 import numpy as np
+from gymnasium import spaces
 
 from sb3_per import PrioritizedReplayBuffer
 
@@ -41,3 +42,14 @@ class RegimeTaggedPendulum(gym.Wrapper):
         observation, reward, terminated, truncated, info = self.env.step(action)
         self.steps += 1
         return observation, reward, terminated, truncated, {**info, "regime": self.steps % self.n_tags}
+
+
+class DictObservation(gym.ObservationWrapper):
+    """Pendulum with its observation inside a Dict."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        self.observation_space = spaces.Dict({"state": env.observation_space})
+
+    def observation(self, observation: np.ndarray) -> dict[str, np.ndarray]:
+        return {"state": observation}

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import torch as th
 from gymnasium import spaces
+from per_checks import DictObservation
 from stable_baselines3.common.envs import SimpleMultiObsEnv
 from stable_baselines3.common.type_aliases import DictReplayBufferSamples
 from stable_baselines3.common.utils import set_random_seed
@@ -78,17 +79,6 @@ def test_dict_buffer_refuses_what_it_cannot_store():
         PrioritizedDictReplayBuffer(10, DICT, ACTION_SPACE, alpha=-1.0)
     with pytest.raises(ValueError, match="n_steps"):
         PrioritizedDictReplayBuffer(10, DICT, ACTION_SPACE, n_steps=0)
-
-
-class DictObservation(gym.ObservationWrapper):
-    """Pendulum with its observation inside a Dict."""
-
-    def __init__(self, env: gym.Env) -> None:
-        super().__init__(env)
-        self.observation_space = spaces.Dict({"state": env.observation_space})
-
-    def observation(self, observation: np.ndarray) -> dict[str, np.ndarray]:
-        return {"state": observation}
 
 
 def test_sac_trains_with_prioritized_dict_replay_and_updates_its_priorities():

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
-from per_checks import RegimeTaggedPendulum, priorities
+from per_checks import DictObservation, RegimeTaggedPendulum, priorities
 from stable_baselines3.common.utils import set_random_seed
 
-from sb3_per import DDPG, SAC, TD3, PrioritizedReplayBuffer
+from sb3_per import DDPG, SAC, TD3, PrioritizedDictReplayBuffer, PrioritizedReplayBuffer
 from sb3_per.telemetry import telemetry_key
 
 BATCH = 32
@@ -21,9 +22,9 @@ def critic_only_per(algorithm: type = SAC, env: Any = "Pendulum-v1", **kwargs: A
     kwargs.setdefault("uniform_actor_batch", True)
     kwargs.setdefault("learning_starts", 50)
     return algorithm(
-        "MlpPolicy",
+        kwargs.pop("policy", "MlpPolicy"),
         env,
-        replay_buffer_class=PrioritizedReplayBuffer,
+        replay_buffer_class=kwargs.pop("replay_buffer_class", PrioritizedReplayBuffer),
         replay_buffer_kwargs={"alpha": 1.0, **kwargs.pop("replay_buffer_kwargs", {})},
         policy_kwargs={"net_arch": [16, 16]},
         batch_size=BATCH,
@@ -54,9 +55,11 @@ def make_one_transition_dominate(buffer: PrioritizedReplayBuffer, index: int = 7
     buffer.update_priorities(np.arange(n), errors)
 
 
-@pytest.mark.parametrize("algorithm", [SAC, TD3, DDPG])
-def test_the_critic_trains_on_the_prioritized_batch_and_the_actor_on_a_uniform_one(monkeypatch, algorithm):
-    model = critic_only_per(algorithm, **({"policy_delay": 1} if algorithm is TD3 else {}))
+@pytest.mark.parametrize(
+    ("algorithm", "per_mode"), [(SAC, "per"), (SAC, "lap"), (TD3, "per"), (TD3, "lap"), (DDPG, "per")]
+)
+def test_the_critic_trains_on_the_prioritized_batch_and_the_actor_on_a_uniform_one(monkeypatch, algorithm, per_mode):
+    model = critic_only_per(algorithm, per_mode=per_mode, **({"policy_delay": 1} if algorithm is TD3 else {}))
     model.learn(100)
     make_one_transition_dominate(model.replay_buffer)
     steps = ("entropy", "critic", "actor") if algorithm is SAC else ("critic", "actor")
@@ -69,8 +72,9 @@ def test_the_critic_trains_on_the_prioritized_batch_and_the_actor_on_a_uniform_o
         np.testing.assert_array_equal(seen["entropy"][0], actor)  # the entropy step samples the actor's actions
 
 
-def test_the_priorities_are_written_back_from_the_critic_batch_only(monkeypatch):
-    model = critic_only_per()
+@pytest.mark.parametrize("algorithm", [SAC, TD3])
+def test_the_priorities_are_written_back_from_the_critic_batch_only(monkeypatch, algorithm):
+    model = critic_only_per(algorithm, **({"policy_delay": 1} if algorithm is TD3 else {}))
     model.learn(100)
     buffer = model.replay_buffer
     before = priorities(buffer)
@@ -120,13 +124,37 @@ def test_td3_samples_an_actor_batch_only_for_its_delayed_actor_steps(monkeypatch
 
 @pytest.mark.parametrize("algorithm", [SAC, TD3])
 def test_telemetry_counts_critic_and_actor_batches_apart(algorithm):
-    model = critic_only_per(
-        algorithm, env=RegimeTaggedPendulum(2), replay_buffer_kwargs={"tag_key": "regime"}, train_freq=1
-    )
+    model = critic_only_per(algorithm, env=RegimeTaggedPendulum(2), replay_buffer_kwargs={"tag_key": "regime"})
     model.learn(60)  # TD3: every other training call has no actor step
     logged = model.logger.name_to_value
     for stat in ("sample_share", "critic_sample_share", "actor_sample_share"):
         assert sum(logged[telemetry_key(tag, stat)] for tag in (0, 1)) == pytest.approx(1.0), stat
+    model.logger.dump()
+    make_one_transition_dominate(model.replay_buffer, index=7)
+    model.train(gradient_steps=2, batch_size=BATCH)  # TD3: one actor step
+    tag = model.replay_buffer.tags_at(np.array([7]))[0]
+    critic_share = logged[telemetry_key(tag, "critic_sample_share")]
+    actor_share = logged[telemetry_key(tag, "actor_sample_share")]
+    assert critic_share > 0.9 and actor_share < 0.85  # the actor's batch, not the critic's, behind its share
+    # the sampled share counts both kinds of batch
+    assert logged[telemetry_key(tag, "sample_share")] < critic_share
+
+
+def test_a_loaded_buffer_that_is_not_prioritized_is_refused(tmp_path):
+    model = critic_only_per()
+    uniform = SAC("MlpPolicy", "Pendulum-v1", policy_kwargs={"net_arch": [16, 16]}, learning_starts=50)
+    uniform.learn(60)
+    uniform.save_replay_buffer(tmp_path / "uniform.pkl")
+    with pytest.raises(ValueError, match=r"uniform_actor_batch=True .* the replay buffer is a ReplayBuffer"):
+        model.load_replay_buffer(tmp_path / "uniform.pkl")
+    assert isinstance(model.replay_buffer, PrioritizedReplayBuffer)  # the refused buffer was not kept
+
+
+def test_it_trains_with_prioritized_dict_replay():
+    env = DictObservation(gym.make("Pendulum-v1"))
+    model = critic_only_per(env=env, policy="MultiInputPolicy", replay_buffer_class=PrioritizedDictReplayBuffer)
+    model.learn(80)
+    assert model.replay_buffer.n_priority_updates == model._n_updates == 30
 
 
 def test_save_and_load_keep_it(tmp_path):
