@@ -2,9 +2,23 @@
 
 import gymnasium as gym
 import numpy as np
+import pytest
 from gymnasium import spaces
 
 from sb3_per import PrioritizedReplayBuffer
+
+
+def record_calls(monkeypatch: pytest.MonkeyPatch, obj: object, name: str) -> list[tuple[tuple, dict]]:
+    """The calls of ``obj.name`` from now on, each as its ``(args, kwargs)``; the method still runs."""
+    calls: list[tuple[tuple, dict]] = []
+    real = getattr(obj, name)
+
+    def spy(*args, **kwargs):
+        calls.append((args, kwargs))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(obj, name, spy)
+    return calls
 
 
 def priorities(buffer: PrioritizedReplayBuffer) -> np.ndarray:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import stable_baselines3
 import torch as th
-from per_checks import RegimeTaggedPendulum
+from per_checks import RegimeTaggedPendulum, record_calls
 
 import sb3_per.per_algorithm as per_algorithm
 from sb3_per import DDPG, DQN, SAC, TD3, PrioritizedReplayBuffer
@@ -177,17 +177,10 @@ def test_td3_samples_no_inverse_batch_between_delayed_actor_steps(monkeypatch):
     model = la3p(TD3, policy_delay=2)
     model.learn(60)
     model._n_updates = 0
-    inverse_calls = []
-    sample = model.replay_buffer.sample
-
-    def spy(batch_size, env=None, inverse=False):
-        inverse_calls.append(inverse)
-        return sample(batch_size, env, inverse)
-
-    monkeypatch.setattr(model.replay_buffer, "sample", spy)
+    sample_calls = record_calls(monkeypatch, model.replay_buffer, "sample")
     steps = count_steps(monkeypatch, model)
     model.train(gradient_steps=4, batch_size=BATCH)  # actor steps at _n_updates 2 and 4
-    assert inverse_calls == [False, False, True, False, False, True]
+    assert [kwargs.get("inverse", False) for _, kwargs in sample_calls] == [False, False, True, False, False, True]
     assert (steps["critic"].calls, steps["actor"].calls) == (4, 2)
 
 

@@ -9,7 +9,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
-from per_checks import DictObservation, RegimeTaggedPendulum, priorities
+from per_checks import DictObservation, RegimeTaggedPendulum, priorities, record_calls
 from stable_baselines3.common.utils import set_random_seed
 
 from sb3_per import DDPG, SAC, TD3, PrioritizedDictReplayBuffer, PrioritizedReplayBuffer
@@ -110,16 +110,9 @@ def test_td3_samples_an_actor_batch_only_for_its_delayed_actor_steps(monkeypatch
     model = critic_only_per(TD3, policy_delay=2)
     model.learn(60)
     model._n_updates = 0
-    uniform_calls = []
-    sample_uniform = model.replay_buffer.sample_uniform
-
-    def spy(batch_size, env=None):
-        uniform_calls.append(batch_size)
-        return sample_uniform(batch_size, env)
-
-    monkeypatch.setattr(model.replay_buffer, "sample_uniform", spy)
+    uniform_calls = record_calls(monkeypatch, model.replay_buffer, "sample_uniform")
     model.train(gradient_steps=4, batch_size=BATCH)  # actor steps at _n_updates 2 and 4
-    assert uniform_calls == [BATCH, BATCH]
+    assert [args[0] for args, _ in uniform_calls] == [BATCH, BATCH]
 
 
 @pytest.mark.parametrize("algorithm", [SAC, TD3])
