@@ -544,10 +544,7 @@ class PrioritizedReplayMixin:
         batch = self._sample(buffer, batch_size, record)
         actor_batch = batch
         if self.uniform_actor_batch and train_actor:
-            assert isinstance(buffer, PrioritizedBufferMixin)
-            actor_batch = buffer.sample_uniform(batch_size, self._vec_normalize_env)
-            if record.tagged:
-                record.sampled_indices.append(actor_batch.indices)
+            actor_batch = self._sample_uniform(buffer, batch_size, record)
             self._record_actor_batch(actor_batch, record)
         yield ReplayUpdate(batch, self._critic_loss_of(batch), actor_batch)
 
@@ -563,10 +560,7 @@ class PrioritizedReplayMixin:
         lap = partial(lap_loss, min_priority=self.lap_min_priority)
         uniform = None
         if n_uniform:
-            assert isinstance(buffer, PrioritizedBufferMixin)
-            uniform = buffer.sample_uniform(n_uniform, self._vec_normalize_env)
-            if record.tagged:
-                record.sampled_indices.append(uniform.indices)
+            uniform = self._sample_uniform(buffer, n_uniform, record)
         if self.la3p_budget == "paper" and uniform is not None:
             self._record_actor_batch(uniform if train_actor else None, record)
             yield ReplayUpdate(uniform, pal, uniform if train_actor else None)
@@ -590,6 +584,14 @@ class PrioritizedReplayMixin:
         """One batch of ``buffer`` (``kwargs``: the buffer's sampling options), its indices kept for telemetry."""
         # The buffer's own samples: with ``indices`` where it is tagged (or prioritized)
         batch: Any = buffer.sample(batch_size, env=self._vec_normalize_env, **kwargs)
+        if record.tagged:
+            record.sampled_indices.append(batch.indices)
+        return batch
+
+    def _sample_uniform(self, buffer: ReplayBuffer, batch_size: int, record: TrainingCallRecord) -> Any:
+        """One uniform batch of a prioritized ``buffer``, whatever its priorities, its indices kept for telemetry."""
+        assert isinstance(buffer, PrioritizedBufferMixin)
+        batch = buffer.sample_uniform(batch_size, self._vec_normalize_env)
         if record.tagged:
             record.sampled_indices.append(batch.indices)
         return batch
