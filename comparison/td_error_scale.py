@@ -1,48 +1,72 @@
 """
-How large SAC's TD errors are on a comparison run, beside LAP's priority floor (``lap_min_priority``).
+How large SAC's TD errors are on a comparison run, beside LAP's priority floor (``lap_min_priority``), and how
+closely they follow the rewards the transitions earned.
 
 LAP, PAL and LA3P treat every |TD error| below the floor alike (priority = floor, Huber and PAL losses quadratic),
 so on a task whose TD errors all stay below it they sample uniformly and train with SAC's own loss. This trains
-one run of the comparison (no evaluation) and records the absolute TD error of every critic sample.
+one run of the comparison (no evaluation) and records, for every critic sample, its absolute TD error, its
+reward and its regime tag.
+
+On the pairs env a day's reward is mostly the spread's unpredictable move: if |TD error| ranks a batch's
+transitions as |reward| does, a TD-error priority replays the days with the largest profit or loss, not the
+ones the critic has most to learn from. ``td_error_reward_agreement`` measures that ranking's agreement.
 """
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from stable_baselines3.common.env_util import make_vec_env
 
 from comparison.experiment import VARIANTS, RunConfig, configure_torch_threads, make_model
+from envs.regime_model import REGIME_NAMES
+
+MIN_SAMPLES_FOR_RANK_CORRELATION = 10  # a batch's regime with fewer samples gives no correlation
+TOP_SHARE = 0.1  # the top-decile overlap compares a batch's largest 10% of |TD error| and of |reward|
 
 
-def critic_td_errors(config: RunConfig) -> list[np.ndarray]:
+class CriticBatchRecord(NamedTuple):
+    """One critic batch of a run: the priorities' source and what its transitions earned."""
+
+    abs_td_errors: np.ndarray  # shape (batch_size,), combined over the twin critics as the priorities are
+    rewards: np.ndarray  # shape (batch_size,)
+    regimes: np.ndarray  # shape (batch_size,), the env's regime tag of each transition (-1: unknown)
+
+
+def critic_batches(config: RunConfig) -> list[CriticBatchRecord]:
     """
-    Train ``config``'s run and return, for each critic batch in order, its absolute TD errors (as the priorities
-    are computed from them: over the twin critics as the variant combines them).
+    Train ``config``'s run and return a record of each critic batch, in order: its absolute TD errors (as the
+    priorities are computed from them: over the twin critics as the variant combines them), rewards and regimes.
 
-    :param config: the run (its variant must train through sb3_per's own steps: any but SB3's plain buffer)
-    :return: one float array per critic batch
+    :param config: the run (any variant: all train through sb3_per's own steps on a tagged buffer)
+    :return: one record per critic batch
     """
     env = make_vec_env(config.env_id, n_envs=1, seed=config.seed, env_kwargs=config.env_kwargs)
     model = make_model(config, env)
-    batches: list[np.ndarray] = []
+    records: list[CriticBatchRecord] = []
     after_critic_step = model._after_critic_step
 
     def record(buffer: Any, batch: Any, td_errors: Any, call_record: Any) -> None:
-        batches.append(td_errors.detach().cpu().numpy().copy())
+        records.append(
+            CriticBatchRecord(
+                abs_td_errors=td_errors.detach().cpu().numpy().copy(),
+                rewards=batch.rewards.detach().cpu().numpy().reshape(-1).copy(),
+                regimes=buffer.tags_at(batch.indices),
+            )
+        )
         after_critic_step(buffer, batch, td_errors, call_record)
 
     model._after_critic_step = record  # type: ignore[method-assign,assignment]
     model.learn(config.total_steps)
-    return batches
+    return records
 
 
 def summarize_td_errors(batches: Sequence[np.ndarray], floor: float) -> dict[str, float]:
     """
-    :param batches: absolute TD errors per critic batch, as ``critic_td_errors`` returns them
+    :param batches: absolute TD errors per critic batch (``CriticBatchRecord.abs_td_errors``)
     :param floor: the priority floor to compare with (LAP's ``lap_min_priority``)
     :return: count, max, 99.9th percentile, median and the share at or above ``floor``
     """
@@ -56,10 +80,66 @@ def summarize_td_errors(batches: Sequence[np.ndarray], floor: float) -> dict[str
     }
 
 
+def rank_correlation(x: np.ndarray, y: np.ndarray) -> float:
+    """Spearman's rank correlation of two 1-D arrays of the same length (>= 2; ties ranked by position)."""
+    rank_x = np.argsort(np.argsort(x)).astype(np.float64)
+    rank_y = np.argsort(np.argsort(y)).astype(np.float64)
+    return float(np.corrcoef(rank_x, rank_y)[0, 1])
+
+
+def top_share_overlap(x: np.ndarray, y: np.ndarray, share: float = TOP_SHARE) -> float:
+    """Share of the ``share`` largest values of ``x`` that are also among the ``share`` largest of ``y``."""
+    k = max(1, round(share * len(x)))
+    top_x = np.argpartition(x, -k)[-k:]
+    top_y = np.argpartition(y, -k)[-k:]
+    return len(np.intersect1d(top_x, top_y)) / k
+
+
+def td_error_reward_agreement(records: Sequence[CriticBatchRecord]) -> dict[str, float]:
+    """
+    How closely a run's |TD errors| rank its critic batches' transitions as their |rewards| do, batch by batch
+    (one critic, one moment of training per batch).
+
+    :param records: the run's critic batches, as ``critic_batches`` returns them
+    :return: ``rank_corr``: median over batches of Spearman's correlation of |TD error| and |reward|;
+        ``rank_corr_<regime>``: the same within each regime's samples of a batch (batches with fewer than
+        ``MIN_SAMPLES_FOR_RANK_CORRELATION`` of them left out; NaN if none has enough); ``top_decile_overlap``:
+        mean share of a batch's 10% largest |TD errors| that are among its 10% largest |rewards| (0.1 by chance)
+    """
+    agreement = {
+        "rank_corr": float(np.median([rank_correlation(r.abs_td_errors, np.abs(r.rewards)) for r in records])),
+        "top_decile_overlap": float(np.mean([top_share_overlap(r.abs_td_errors, np.abs(r.rewards)) for r in records])),
+    }
+    for tag, name in enumerate(REGIME_NAMES):
+        within = [
+            rank_correlation(r.abs_td_errors[mask], np.abs(r.rewards[mask]))
+            for r in records
+            if (mask := r.regimes == tag).sum() >= MIN_SAMPLES_FOR_RANK_CORRELATION
+        ]
+        agreement[f"rank_corr_{name}"] = float(np.median(within)) if within else float("nan")
+    return agreement
+
+
+def mean_abs_reward_by_regime(records: Sequence[CriticBatchRecord]) -> dict[str, float]:
+    """
+    :param records: a run's critic batches, as ``critic_batches`` returns them
+    :return: ``mean_abs_reward_<regime>``: the mean |reward| of the critic's samples of each regime (NaN if none)
+    """
+    rewards = np.abs(np.concatenate([r.rewards for r in records]))
+    regimes = np.concatenate([r.regimes for r in records])
+    return {
+        f"mean_abs_reward_{name}": float(rewards[regimes == tag].mean()) if (regimes == tag).any() else float("nan")
+        for tag, name in enumerate(REGIME_NAMES)
+    }
+
+
 def td_error_scale_main(argv: Sequence[str] | None = None) -> dict[str, float]:
-    """``python scripts/td_error_scale.py``: train one run and print its TD errors' scale beside LAP's floor."""
+    """
+    ``python scripts/td_error_scale.py``: train one run, print its TD errors' scale beside LAP's floor and their
+    agreement with the rewards, and the size of the rewards the critic trained on.
+    """
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--variant", default="lap", choices=sorted(name for name in VARIANTS if name != "uniform"))
+    parser.add_argument("--variant", default="lap", choices=sorted(VARIANTS))
     parser.add_argument("--seed", type=int, default=100, help="training seed (default: a validation seed)")
     parser.add_argument("--total-steps", type=int, default=30_000)
     parser.add_argument("--lap-min-priority", type=float, default=RunConfig.lap_min_priority)
@@ -71,6 +151,11 @@ def td_error_scale_main(argv: Sequence[str] | None = None) -> dict[str, float]:
     except ValueError as error:
         parser.error(str(error))
     configure_torch_threads(1)
-    summary = summarize_td_errors(critic_td_errors(config), args.lap_min_priority)
-    print(", ".join(f"{key} {value:.4g}" for key, value in summary.items()))
-    return summary
+    records = critic_batches(config)
+    summary = summarize_td_errors([r.abs_td_errors for r in records], args.lap_min_priority)
+    agreement = td_error_reward_agreement(records)
+    rewards = mean_abs_reward_by_regime(records)
+    print("TD errors: " + ", ".join(f"{key} {value:.4g}" for key, value in summary.items()))
+    print("|TD error| vs |reward|: " + ", ".join(f"{key} {value:.3f}" for key, value in agreement.items()))
+    print("critic samples: " + ", ".join(f"{key} {value:.5f}" for key, value in rewards.items()))
+    return {**summary, **agreement, **rewards}
