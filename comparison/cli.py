@@ -241,10 +241,11 @@ def compare_parser() -> argparse.ArgumentParser:
         help="replay variants (default: the preset's: uniform per, and with --full also lap la3p faded rank pal): "
         "uniform (SB3), per (proportional PER), rank (rank-based PER), lap (loss-adjusted prioritization), pal "
         "(uniform replay with the prioritized approximation loss), la3p (actor prioritized replay: LAP for the "
-        "critic, 1/priority for the actor), faded (PER whose priorities halve every --half-life env steps); three "
+        "critic, 1/priority for the actor), faded (PER whose priorities halve every --half-life env steps); four "
         "ablations of PER, in no preset: per_no_is (PER's sampling, no importance weights), regime_weighted "
-        "(no TD priorities: each regime sampled in proportion to --regime-weights, uniformly within it) and "
-        "per_critic_only (PER for the critic's batch, a uniform batch for the actor)",
+        "(no TD priorities: each regime sampled in proportion to --regime-weights, uniformly within it), "
+        "per_critic_only (PER for the critic's batch, a uniform batch for the actor) and per_reward_priority "
+        "(PER's sampling and weights with priorities from |reward|, set at write: no TD errors)",
     )
     parser.add_argument(
         "--backend",

@@ -39,7 +39,7 @@ from comparison.telemetry import logged_telemetry, telemetry_table
 from envs import SUMMARY_KEYS, FlatPolicy, ZScorePolicy
 from envs.regime_model import N_REGIMES
 from sb3_per import SAC, PrioritizedBufferMixin, PrioritizedReplayBuffer, TaggedReplayBuffer
-from sb3_per.buffers import check_per_parameters, check_priority_half_life
+from sb3_per.buffers import RewardPrioritizedReplayBuffer, check_per_parameters, check_priority_half_life
 from sb3_per.per_algorithm import LAP_PRIORITY_MODES, check_per_mode
 from sb3_per.replay_tags import TagWeightedReplayBuffer, is_sampling_weight
 
@@ -128,6 +128,8 @@ VARIANTS: dict[str, ReplayVariant] = {
     "regime_weighted": ReplayVariant(TagWeightedReplayBuffer),
     # PER for the critic only: its batch, IS-weighted loss and priorities as PER's; the actor's batch uniform
     "per_critic_only": ReplayVariant(PrioritizedReplayBuffer, uniform_actor_batch=True),
+    # PER's sampling and IS weights with priorities (|reward| + epsilon) ** alpha, set at write, no TD errors
+    "per_reward_priority": ReplayVariant(RewardPrioritizedReplayBuffer),
 }
 
 

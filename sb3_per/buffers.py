@@ -566,6 +566,44 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
             still the one it had when sampled (exact). Without them, each leaf's stamp at its latest sample
             stands in, which misses an older batch whose slot was overwritten and sampled again since
         """
+        checked = self._checked_priority_updates(indices, td_errors, stamps)
+        if checked is None:
+            return
+        leaves, priorities = checked
+        if leaves.size:
+            self._set_priorities(leaves, self._stored(priorities))
+            # from the updates applied only: a stale one must not raise what new transitions enter with
+            self.max_priority = max(self.max_priority, float(priorities.max()))
+        self.n_priority_updates += 1
+
+    def _priorities_of(self, values: np.ndarray, name: str) -> np.ndarray:
+        """
+        ``(|value| + epsilon) ** alpha`` of each of a non-empty array of values (TD errors, or rewards).
+
+        :raises ValueError: naming ``name``, if a value is not finite or a priority is too large for the sum tree
+        """
+        magnitudes = np.abs(values, dtype=np.float64)
+        # Checked on the values, not the priorities: with alpha=0, NaN ** 0 = 1. NaN propagates through max.
+        if not np.isfinite(magnitudes.max()):
+            raise ValueError(f"{name} must be finite, got {values[~np.isfinite(magnitudes)][0]}")
+        priorities = (magnitudes + self.epsilon) ** self.alpha
+        top = priorities.max()
+        if not top <= self._largest_priority:  # also catches a priority that overflowed to inf
+            raise ValueError(
+                f"{name} give priority {top} (raised to alpha), too large for the sum tree: with all "
+                f"{self.tree.capacity} transitions at it (and faded ones at their largest scale) its total "
+                "would overflow float64"
+            )
+        return priorities
+
+    def _checked_priority_updates(
+        self, indices: np.ndarray | th.Tensor, td_errors: np.ndarray | th.Tensor, stamps: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """
+        ``update_priorities``'s checks: the leaves to update (those not overwritten since sampled) and their new
+        priorities ``(|td_error| + epsilon) ** alpha``, or ``None`` for an empty batch; bad input raises
+        ``ValueError`` (see ``update_priorities``).
+        """
         # Few numpy calls on purpose: at batch 256 each costs about as much as its arithmetic.
         leaves = _as_flat_numpy(indices, "indices", INTEGER_KINDS)
         errors = _as_flat_numpy(td_errors, "td_errors", REAL_KINDS)
@@ -576,20 +614,9 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
             if stamps.shape[0] != leaves.shape[0]:
                 raise ValueError(f"stamps has {stamps.shape[0]} values but indices has {leaves.shape[0]}")
         if leaves.size == 0:
-            return
+            return None
         leaves = checked_stored_leaves(leaves, self.n_transitions)
-        magnitudes = np.abs(errors, dtype=np.float64)
-        # Checked on the errors, not the priorities: with alpha=0, NaN ** 0 = 1. NaN propagates through max.
-        if not np.isfinite(magnitudes.max()):
-            raise ValueError(f"td_errors must be finite, got {errors[~np.isfinite(magnitudes)][0]}")
-        priorities = (magnitudes + self.epsilon) ** self.alpha
-        top = priorities.max()
-        if not top <= self._largest_priority:  # also catches a priority that overflowed to inf
-            raise ValueError(
-                f"td_errors give priority {top} (raised to alpha), too large for the sum tree: with all "
-                f"{self.tree.capacity} transitions at it (and faded ones at their largest scale) its total "
-                "would overflow float64"
-            )
+        priorities = self._priorities_of(errors, "td_errors")
         if stamps is None:
             sampled_stamps = self._write_count_at_sample[leaves]
             fresh = (sampled_stamps == self._write_count[leaves]) | (sampled_stamps < 0)
@@ -598,12 +625,8 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
         if self.optimize_memory_usage and self.full:
             fresh &= leaves // self.n_envs != self.pos  # the slot whose next observation is gone stays at zero
         if not fresh.all():
-            leaves, priorities = leaves[fresh], priorities[fresh]
-        if leaves.size:
-            self._set_priorities(leaves, self._stored(priorities))
-            # from the updates applied only: a stale one must not raise what new transitions enter with
-            self.max_priority = max(self.max_priority, float(priorities.max()))
-        self.n_priority_updates += 1
+            return leaves[fresh], priorities[fresh]
+        return leaves, priorities
 
 
 class PrioritizedReplayBuffer(PrioritizedBufferMixin, ReplayBuffer):
@@ -812,6 +835,52 @@ class PrioritizedDictReplayBuffer(PrioritizedBufferMixin, DictReplayBuffer):
             inverse_sampling,
             priority_half_life,
         )
+
+
+class RewardPrioritizedReplayBuffer(PrioritizedReplayBuffer):
+    """
+    A ``PrioritizedReplayBuffer`` whose priorities come from rewards, not TD errors: each transition is stored
+    at priority ``(|reward| + epsilon) ** alpha`` of its own one-step reward and keeps it. Sampling, importance
+    weights and beta are ``PrioritizedReplayBuffer``'s. The comparison uses it as an ablation of prioritized
+    replay: on the pairs env a day's |reward| is mostly the size of its unpredictable spread move, and it ranks
+    a batch as |TD error| largely does, so this asks whether replaying the largest rewards at PER's rate, with no
+    TD error at all, costs what PER's TD-error priorities cost.
+
+    ``update_priorities`` checks its input as ``PrioritizedReplayBuffer``'s does (bad input raises ``ValueError``)
+    and counts the call, but leaves every priority as ``add`` set it. Parameters: as ``PrioritizedReplayBuffer``.
+    """
+
+    def add(
+        self,
+        obs: np.ndarray,
+        next_obs: np.ndarray,
+        action: np.ndarray,
+        reward: np.ndarray,
+        done: np.ndarray,
+        infos: list[dict[str, Any]],
+    ) -> None:
+        """
+        Store one step of every env (see SB3's ``ReplayBuffer.add``), each at priority ``(|reward| + epsilon) **
+        alpha``; a reward that is not finite, or too large for the sum tree, raises ``ValueError`` first.
+        """
+        priorities = self._priorities_of(np.asarray(reward, dtype=np.float64).reshape(self.n_envs), "reward")
+        leaves = self.pos * self.n_envs + np.arange(self.n_envs)
+        super().add(obs, next_obs, action, reward, done, infos)
+        self._set_priorities(leaves, self._stored(priorities))
+
+    def update_priorities(
+        self, indices: np.ndarray | th.Tensor, td_errors: np.ndarray | th.Tensor, stamps: np.ndarray | None = None
+    ) -> None:
+        """
+        Check a priority update as ``PrioritizedReplayBuffer.update_priorities`` does and count it, leaving the
+        reward priorities unchanged.
+
+        :param indices: flat indices, as returned in the samples' ``indices``
+        :param td_errors: one finite TD error per index
+        :param stamps: the samples' ``stamps``
+        """
+        if self._checked_priority_updates(indices, td_errors, stamps) is not None:
+            self.n_priority_updates += 1
 
 
 def _stratified_tree_leaves(tree: SumTree, uniforms: np.ndarray) -> np.ndarray:

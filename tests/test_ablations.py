@@ -1,5 +1,5 @@
-"""The comparison's three ablations of PER: its sampling without IS weights; its regime shares without TD priorities;
-its prioritized batch for the critic only."""
+"""The comparison's four ablations of PER: its sampling without IS weights; its regime shares without TD priorities;
+its prioritized batch for the critic only; its sampling and weights with priorities from rewards."""
 
 import gymnasium as gym
 import numpy as np
@@ -12,6 +12,7 @@ from comparison.experiment import RunConfig, make_model
 from comparison.runner import PRESETS
 from envs import BREAK, NORMAL, STRESS
 from sb3_per import PrioritizedReplayBuffer
+from sb3_per.buffers import RewardPrioritizedReplayBuffer
 from sb3_per.replay_tags import TagWeightedReplayBuffer
 
 TINY = tiny_run_argv(total_steps=600, learning_starts=200, eval_freq=200, eval_episodes=2, episode_length=40)
@@ -45,9 +46,20 @@ def test_per_critic_only_is_per_with_a_uniform_actor_batch():
     assert model.replay_buffer_kwargs == per.replay_buffer_kwargs and model.per_mode == per.per_mode == "per"
 
 
+def test_per_reward_priority_is_per_with_a_reward_prioritized_buffer():
+    config = RunConfig(variant="per_reward_priority", alpha=0.7, beta_start=0.3)
+    model, per = (
+        make_model(c, gym.make(config.env_id)) for c in (config, RunConfig(variant="per", alpha=0.7, beta_start=0.3))
+    )
+    assert type(model.replay_buffer) is RewardPrioritizedReplayBuffer
+    assert type(per.replay_buffer) is PrioritizedReplayBuffer
+    assert model.replay_buffer_kwargs == per.replay_buffer_kwargs and model.per_mode == per.per_mode == "per"
+
+
 def test_the_ablations_are_in_no_preset():
     for preset in PRESETS.values():
-        assert not {"per_no_is", "regime_weighted", "per_critic_only"} & set(preset.plan(None, None))
+        ablations = {"per_no_is", "regime_weighted", "per_critic_only", "per_reward_priority"}
+        assert not ablations & set(preset.plan(None, None))
 
 
 def test_ablation_runs_train_with_unit_weights_and_oversample_the_weighted_regime(tmp_path):

@@ -188,7 +188,7 @@ def test_each_variant_builds_the_algorithm_and_buffer_of_its_paper(
     assert set(VARIANTS) == {
         "uniform",
         *("per", "rank", "lap", "pal", "la3p", "faded"),
-        *("per_no_is", "regime_weighted", "per_critic_only"),
+        *("per_no_is", "regime_weighted", "per_critic_only", "per_reward_priority"),
     }
 
 
@@ -444,6 +444,7 @@ SETTINGS_OF_SOME_VARIANTS = dict(
         ("per_no_is", {"alpha"}),
         ("regime_weighted", {"regime_weights"}),
         ("per_critic_only", {"alpha", "beta_start"}),
+        ("per_reward_priority", {"alpha", "beta_start"}),
     ],
 )
 def test_canonical_configs_keep_only_the_settings_their_variant_uses(variant, kept):

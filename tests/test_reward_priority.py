@@ -1,0 +1,102 @@
+"""A PER ablation buffer whose priorities come from rewards, set when a transition is written and kept."""
+
+import warnings
+
+import numpy as np
+import pytest
+from gymnasium import spaces
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.utils import set_random_seed
+from test_buffers import ACTION_SPACE, OBS_SPACE
+
+from comparison.experiment import RunConfig, make_model
+from sb3_per.buffers import RewardPrioritizedReplayBuffer
+
+
+def reward_buffer(buffer_size: int = 50, n_envs: int = 1, **kwargs) -> RewardPrioritizedReplayBuffer:
+    return RewardPrioritizedReplayBuffer(
+        buffer_size, OBS_SPACE, ACTION_SPACE, device="cpu", n_envs=n_envs, alpha=0.6, epsilon=1e-3, **kwargs
+    )
+
+
+def add_rewards(buffer: RewardPrioritizedReplayBuffer, rewards: np.ndarray) -> None:
+    """Add one step per row of ``rewards`` (shape (n_steps, n_envs))."""
+    n_envs = buffer.n_envs
+    for row in rewards:
+        obs = np.zeros((n_envs, 3), dtype=np.float32)
+        buffer.add(obs, obs, np.zeros((n_envs, 1)), row, np.zeros(n_envs), [{} for _ in range(n_envs)])
+
+
+def expected_priorities(buffer: RewardPrioritizedReplayBuffer, rewards: np.ndarray) -> np.ndarray:
+    return (np.abs(rewards.reshape(-1)) + buffer.epsilon) ** buffer.alpha
+
+
+@pytest.mark.parametrize("n_envs", [1, 2])
+def test_each_transition_enters_at_the_priority_of_its_reward(n_envs):
+    buffer = reward_buffer(buffer_size=100, n_envs=n_envs)  # SB3 splits buffer_size over the envs
+    rewards = np.random.default_rng(0).normal(size=(30, n_envs))
+    add_rewards(buffer, rewards)
+    np.testing.assert_allclose(buffer.priorities_at(np.arange(30 * n_envs)), expected_priorities(buffer, rewards))
+
+
+def test_an_overwritten_slot_takes_its_new_reward_priority():
+    buffer = reward_buffer(buffer_size=10)
+    rewards = np.random.default_rng(1).normal(size=(25, 1))
+    add_rewards(buffer, rewards)
+    stored = np.roll(rewards[-10:], 25 % 10, axis=0)  # slot i holds the last reward written there
+    np.testing.assert_allclose(buffer.priorities_at(np.arange(10)), expected_priorities(buffer, stored))
+
+
+def test_sampling_follows_the_reward_priorities():
+    buffer = reward_buffer(buffer_size=20)
+    rewards = np.linspace(-2.0, 2.0, 20).reshape(-1, 1)
+    add_rewards(buffer, rewards)
+    set_random_seed(0)
+    n_draws = 100_000
+    frequencies = np.bincount(buffer.sample(n_draws).indices, minlength=20) / n_draws
+    probabilities = expected_priorities(buffer, rewards) / expected_priorities(buffer, rewards).sum()
+    tolerance = 5 * np.sqrt(probabilities * (1 - probabilities) / n_draws)
+    assert np.all(np.abs(frequencies - probabilities) <= tolerance)
+
+
+def test_td_error_updates_are_checked_and_counted_but_leave_the_priorities():
+    buffer = reward_buffer()
+    rewards = np.random.default_rng(2).normal(size=(20, 1))
+    add_rewards(buffer, rewards)
+    batch = buffer.sample(8)
+    buffer.update_priorities(batch.indices, np.full(8, 100.0), batch.stamps)
+    assert buffer.n_priority_updates == 1
+    np.testing.assert_allclose(buffer.priorities_at(np.arange(20)), expected_priorities(buffer, rewards))
+    with pytest.raises(ValueError, match="td_errors must be finite"):
+        buffer.update_priorities(batch.indices, np.full(8, np.nan), batch.stamps)
+    assert buffer.n_priority_updates == 1
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_a_reward_that_is_not_finite_is_refused_before_anything_is_stored(bad):
+    buffer = reward_buffer()
+    add_rewards(buffer, np.ones((3, 1)))
+    with pytest.raises(ValueError, match="reward must be finite"):
+        add_rewards(buffer, np.array([[bad]]))
+    assert (buffer.pos, buffer.size()) == (3, 3)
+    np.testing.assert_allclose(buffer.tree.total, 3 * (1.0 + buffer.epsilon) ** buffer.alpha)
+
+
+def test_sac_trains_on_it_without_touching_the_reward_priorities():
+    config = RunConfig(variant="per_reward_priority", total_steps=300, learning_starts=100, batch_size=32)
+    env = make_vec_env(config.env_id, n_envs=1, seed=0)
+    model = make_model(config, env)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning that the priorities were never updated
+        model.learn(config.total_steps)
+    buffer = model.replay_buffer
+    assert isinstance(buffer, RewardPrioritizedReplayBuffer)
+    assert buffer.n_priority_updates == config.total_steps - config.learning_starts
+    n = buffer.n_transitions
+    rewards = buffer.rewards.reshape(-1)[:n]
+    np.testing.assert_allclose(buffer.priorities_at(np.arange(n)), expected_priorities(buffer, rewards), rtol=1e-6)
+
+
+def test_dict_observations_are_refused_as_by_its_base():
+    with pytest.raises(ValueError, match="PrioritizedDictReplayBuffer"):
+        RewardPrioritizedReplayBuffer(10, spaces.Dict({"x": OBS_SPACE}), ACTION_SPACE)
