@@ -148,7 +148,8 @@ class RunConfig:
     :param eval_freq: evaluate every this many env steps (and at step 0 and at the end)
     :param eval_episodes: evaluation episodes per evaluation
     :param eval_seed: seed of the first evaluation episode; episode ``i`` uses ``eval_seed + i``
-    :param alpha: priority exponent of the ``per`` and ``rank`` variants (Schaul et al. 2016)
+    :param alpha: priority exponent of the variants with PER's priorities (Schaul et al. 2016): per, rank, faded,
+        per_no_is, per_critic_only and per_reward_priority
     :param beta_start: importance-sampling exponent of the prioritized variants at the start; annealed to
         ``beta_end`` with the run's training progress (``beta_anneal_steps="auto"``, not a fixed 200k-call
         schedule that a short run would never finish)

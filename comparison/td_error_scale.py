@@ -34,18 +34,15 @@ class CriticBatchRecord(NamedTuple):
     abs_td_errors: np.ndarray  # shape (batch_size,), combined over the twin critics as the priorities are
     rewards: np.ndarray  # shape (batch_size,)
     regimes: np.ndarray  # shape (batch_size,), the env's regime tag of each transition (-1: unknown)
+    indices: np.ndarray  # shape (batch_size,), the transitions' flat indices in the replay buffer
 
 
-def critic_batches(config: RunConfig) -> list[CriticBatchRecord]:
+def record_critic_batches(model: Any) -> list[CriticBatchRecord]:
     """
-    Train ``config``'s run and return a record of each critic batch, in order: its absolute TD errors (as the
-    priorities are computed from them: over the twin critics as the variant combines them), rewards and regimes.
-
-    :param config: the run (any variant: all train through sb3_per's own steps on a tagged buffer)
-    :return: one record per critic batch
+    Make ``model`` (one of the comparison's, on a tagged buffer) append a record of each critic batch, as it
+    trains, to the list returned: its absolute TD errors (as the priorities are computed from them: over the twin
+    critics as the variant combines them), rewards, regimes and indices.
     """
-    env = make_vec_env(config.env_id, n_envs=1, seed=config.seed, env_kwargs=config.env_kwargs)
-    model = make_model(config, env)
     records: list[CriticBatchRecord] = []
     after_critic_step = model._after_critic_step
 
@@ -55,11 +52,25 @@ def critic_batches(config: RunConfig) -> list[CriticBatchRecord]:
                 abs_td_errors=td_errors.detach().cpu().numpy().copy(),
                 rewards=batch.rewards.detach().cpu().numpy().reshape(-1).copy(),
                 regimes=buffer.tags_at(batch.indices),
+                indices=np.array(batch.indices, copy=True),
             )
         )
         after_critic_step(buffer, batch, td_errors, call_record)
 
-    model._after_critic_step = record  # type: ignore[method-assign,assignment]
+    model._after_critic_step = record
+    return records
+
+
+def critic_batches(config: RunConfig) -> list[CriticBatchRecord]:
+    """
+    Train ``config``'s run and return a record of each of its critic batches, in order (``record_critic_batches``).
+
+    :param config: the run (any variant: all train through sb3_per's own steps on a tagged buffer)
+    :return: one record per critic batch
+    """
+    env = make_vec_env(config.env_id, n_envs=1, seed=config.seed, env_kwargs=config.env_kwargs)
+    model = make_model(config, env)
+    records = record_critic_batches(model)
     model.learn(config.total_steps)
     return records
 
@@ -80,15 +91,27 @@ def summarize_td_errors(batches: Sequence[np.ndarray], floor: float) -> dict[str
     }
 
 
+def average_ranks(x: np.ndarray) -> np.ndarray:
+    """Ranks 0..n-1 of a 1-D array's values, tied values sharing the mean of their ranks."""
+    _, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
+    ends = np.cumsum(counts)
+    return ((ends - counts + ends - 1) / 2.0)[inverse]
+
+
 def rank_correlation(x: np.ndarray, y: np.ndarray) -> float:
-    """Spearman's rank correlation of two 1-D arrays of the same length (>= 2; ties ranked by position)."""
-    rank_x = np.argsort(np.argsort(x)).astype(np.float64)
-    rank_y = np.argsort(np.argsort(y)).astype(np.float64)
+    """Spearman's rank correlation of two 1-D arrays of the same length (ties at mean ranks; NaN if either is
+    constant)."""
+    rank_x, rank_y = average_ranks(x), average_ranks(y)
+    if rank_x.std() == 0.0 or rank_y.std() == 0.0:
+        return float("nan")
     return float(np.corrcoef(rank_x, rank_y)[0, 1])
 
 
 def top_share_overlap(x: np.ndarray, y: np.ndarray, share: float = TOP_SHARE) -> float:
-    """Share of the ``share`` largest values of ``x`` that are also among the ``share`` largest of ``y``."""
+    """
+    Share of the ``share`` largest values of ``x`` that are also among the ``share`` largest of ``y`` (values tied
+    at the cut are taken in no particular order; the env's continuous rewards and TD errors rarely tie).
+    """
     k = max(1, round(share * len(x)))
     top_x = np.argpartition(x, -k)[-k:]
     top_y = np.argpartition(y, -k)[-k:]
@@ -101,13 +124,14 @@ def td_error_reward_agreement(records: Sequence[CriticBatchRecord]) -> dict[str,
     (one critic, one moment of training per batch).
 
     :param records: the run's critic batches, as ``critic_batches`` returns them
-    :return: ``rank_corr``: median over batches of Spearman's correlation of |TD error| and |reward|;
+    :return: ``rank_corr``: median over batches of Spearman's correlation of |TD error| and |reward| (batches
+        where either is constant left out);
         ``rank_corr_<regime>``: the same within each regime's samples of a batch (batches with fewer than
         ``MIN_SAMPLES_FOR_RANK_CORRELATION`` of them left out; NaN if none has enough); ``top_decile_overlap``:
         mean share of a batch's 10% largest |TD errors| that are among its 10% largest |rewards| (0.1 by chance)
     """
     agreement = {
-        "rank_corr": float(np.median([rank_correlation(r.abs_td_errors, np.abs(r.rewards)) for r in records])),
+        "rank_corr": float(np.nanmedian([rank_correlation(r.abs_td_errors, np.abs(r.rewards)) for r in records])),
         "top_decile_overlap": float(np.mean([top_share_overlap(r.abs_td_errors, np.abs(r.rewards)) for r in records])),
     }
     for tag, name in enumerate(REGIME_NAMES):
@@ -116,7 +140,7 @@ def td_error_reward_agreement(records: Sequence[CriticBatchRecord]) -> dict[str,
             for r in records
             if (mask := r.regimes == tag).sum() >= MIN_SAMPLES_FOR_RANK_CORRELATION
         ]
-        agreement[f"rank_corr_{name}"] = float(np.median(within)) if within else float("nan")
+        agreement[f"rank_corr_{name}"] = float(np.nanmedian(within)) if within else float("nan")
     return agreement
 
 

@@ -321,14 +321,17 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
         self, obs: Any, next_obs: Any, action: np.ndarray, reward: np.ndarray, done: np.ndarray, infos: Any
     ) -> None:
         """
-        Store one step of every env (see SB3's ``ReplayBuffer.add``), at the largest priority seen so far.
+        Store one step of every env (see SB3's ``ReplayBuffer.add``), at its entry priority: the largest priority
+        seen so far (``RewardPrioritizedReplayBuffer``: its reward's).
         """
+        entry_priorities = self._entry_priorities(reward)
         pos = self.pos
         super().add(obs, next_obs, action, reward, done, infos)  # type: ignore[misc]
         self._advance_fading_clock()
         leaves = pos * self.n_envs + np.arange(self.n_envs)
-        # Undecayed: a new transition enters as the most likely to be replayed, faded or not.
-        priorities = self._stored(np.full(self.n_envs, self.max_priority))
+        # Undecayed: a new transition enters at its entry priority, faded or not.
+        priorities = self._stored(entry_priorities)
+        self.max_priority = max(self.max_priority, float(entry_priorities.max()))
         if self.tagged:
             _, old_slots, new_slots = self._store_tags(pos, infos)
             previous = self._write_leaves(leaves, priorities)
@@ -346,6 +349,15 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
             invalid = self.pos * self.n_envs + np.arange(self.n_envs)
             self._set_priorities(invalid, np.zeros(self.n_envs))
             self._write_count[invalid] += 1
+
+    def _entry_priorities(self, reward: np.ndarray) -> np.ndarray:
+        """
+        The priorities (raised to alpha, not faded) that ``add`` stores one step of every env at: the largest seen
+        so far, so that a new transition is likely replayed at least once. Checks come before ``add`` stores.
+
+        :param reward: the step's rewards, one per env
+        """
+        return np.full(self.n_envs, self.max_priority)
 
     def _write_leaves(self, leaves: np.ndarray, priorities: np.ndarray) -> np.ndarray:
         """Write priorities into every structure that holds them; return what the tree held before."""
@@ -590,7 +602,7 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
         top = priorities.max()
         if not top <= self._largest_priority:  # also catches a priority that overflowed to inf
             raise ValueError(
-                f"{name} give priority {top} (raised to alpha), too large for the sum tree: with all "
+                f"priority {top} (raised to alpha) from {name} is too large for the sum tree: with all "
                 f"{self.tree.capacity} transitions at it (and faded ones at their largest scale) its total "
                 "would overflow float64"
             )
@@ -847,26 +859,18 @@ class RewardPrioritizedReplayBuffer(PrioritizedReplayBuffer):
     TD error at all, costs what PER's TD-error priorities cost.
 
     ``update_priorities`` checks its input as ``PrioritizedReplayBuffer``'s does (bad input raises ``ValueError``)
-    and counts the call, but leaves every priority as ``add`` set it. Parameters: as ``PrioritizedReplayBuffer``.
+    and counts the call, but leaves every priority as ``add`` set it; ``max_priority`` is the largest reward
+    priority stored so far. Parameters: as ``PrioritizedReplayBuffer``.
     """
 
-    def add(
-        self,
-        obs: np.ndarray,
-        next_obs: np.ndarray,
-        action: np.ndarray,
-        reward: np.ndarray,
-        done: np.ndarray,
-        infos: list[dict[str, Any]],
-    ) -> None:
+    def _entry_priorities(self, reward: np.ndarray) -> np.ndarray:
         """
-        Store one step of every env (see SB3's ``ReplayBuffer.add``), each at priority ``(|reward| + epsilon) **
-        alpha``; a reward that is not finite, or too large for the sum tree, raises ``ValueError`` first.
+        ``(|reward| + epsilon) ** alpha`` of each env's reward; a reward that is not finite, or too large for the
+        sum tree, raises ``ValueError`` (before ``add`` stores anything).
+
+        :param reward: the step's rewards, one per env
         """
-        priorities = self._priorities_of(np.asarray(reward, dtype=np.float64).reshape(self.n_envs), "reward")
-        leaves = self.pos * self.n_envs + np.arange(self.n_envs)
-        super().add(obs, next_obs, action, reward, done, infos)
-        self._set_priorities(leaves, self._stored(priorities))
+        return self._priorities_of(np.asarray(reward, dtype=np.float64).reshape(self.n_envs), "reward")
 
     def update_priorities(
         self, indices: np.ndarray | th.Tensor, td_errors: np.ndarray | th.Tensor, stamps: np.ndarray | None = None

@@ -47,6 +47,25 @@ def test_an_overwritten_slot_takes_its_new_reward_priority():
     np.testing.assert_allclose(buffer.priorities_at(np.arange(10)), expected_priorities(buffer, stored))
 
 
+def test_tags_memory_layout_and_max_priority_follow_the_reward_priorities():
+    buffer = reward_buffer(
+        buffer_size=10, tag_key="regime", optimize_memory_usage=True, handle_timeout_termination=False
+    )
+    rewards = np.random.default_rng(3).normal(size=(12, 1))
+    n_envs = 1
+    for step, row in enumerate(rewards):
+        obs = np.zeros((n_envs, 3), dtype=np.float32)
+        buffer.add(obs, obs, np.zeros((n_envs, 1)), row, np.zeros(n_envs), [{"regime": step % 2}])
+    stored = np.roll(rewards[-10:], 12 % 10, axis=0).reshape(-1)
+    expected = expected_priorities(buffer, stored)
+    expected[buffer.pos] = 0.0  # SB3's memory-saving layout: the slot whose next observation is gone
+    np.testing.assert_allclose(buffer.priorities_at(np.arange(10)), expected)
+    tags = buffer.tags_at(np.arange(10))
+    shares = buffer.tag_priority_shares()
+    assert shares[1] == pytest.approx(expected[tags == 1].sum() / expected.sum())
+    assert buffer.max_priority == pytest.approx(expected_priorities(buffer, rewards).max())
+
+
 def test_sampling_follows_the_reward_priorities():
     buffer = reward_buffer(buffer_size=20)
     rewards = np.linspace(-2.0, 2.0, 20).reshape(-1, 1)

@@ -5,14 +5,17 @@ import math
 
 import numpy as np
 import pytest
-from scipy.stats import spearmanr
+from scipy.stats import rankdata, spearmanr
+from stable_baselines3.common.env_util import make_vec_env
 
-from comparison.experiment import RunConfig
+from comparison.experiment import RunConfig, make_model
 from comparison.td_error_scale import (
     CriticBatchRecord,
+    average_ranks,
     critic_batches,
     mean_abs_reward_by_regime,
     rank_correlation,
+    record_critic_batches,
     summarize_td_errors,
     td_error_reward_agreement,
     td_error_scale_main,
@@ -45,11 +48,29 @@ def test_every_critic_batch_of_a_run_is_recorded_with_its_rewards_and_regimes():
     assert np.isfinite(rewards).all() and np.abs(rewards).max() > 0
 
 
-def test_rank_correlation_is_spearmans():
+def test_each_record_holds_its_batch_transitions_rewards_and_regimes():
+    config = RunConfig(
+        variant="uniform", total_steps=260, learning_starts=200, batch_size=16, net_arch=(16,), eval_episodes=1
+    )
+    model = make_model(config, make_vec_env(config.env_id, n_envs=1, seed=config.seed))
+    records = record_critic_batches(model)
+    model.learn(config.total_steps)
+    buffer = model.replay_buffer
+    assert len(records) == config.total_steps - config.learning_starts
+    for record in records:
+        np.testing.assert_array_equal(record.rewards, buffer.rewards.reshape(-1)[record.indices])
+        np.testing.assert_array_equal(record.regimes, buffer.tags_at(record.indices))
+
+
+def test_rank_correlation_is_spearmans_with_ties_at_mean_ranks():
     rng = np.random.default_rng(0)
     x, y = rng.normal(size=200), rng.normal(size=200)
     y += x
     assert rank_correlation(x, y) == pytest.approx(spearmanr(x, y).statistic)
+    tied_x, tied_y = np.round(x), np.round(y * 2)
+    np.testing.assert_array_equal(average_ranks(tied_x), rankdata(tied_x) - 1)
+    assert rank_correlation(tied_x, tied_y) == pytest.approx(spearmanr(tied_x, tied_y).statistic)
+    assert np.isnan(rank_correlation(np.ones(5), x[:5]))
     assert rank_correlation(x, np.exp(x)) == pytest.approx(1.0)
     assert rank_correlation(x, -(x**3)) == pytest.approx(-1.0)
 
@@ -73,7 +94,7 @@ def test_agreement_is_measured_within_each_regime():
         regimes[:32] = 1
         abs_td[:32] = rng.uniform(size=32)  # stress samples: |TD| unrelated to the reward
         regimes[:5] = 2  # too few break samples for a correlation
-        records.append(CriticBatchRecord(abs_td, rewards, regimes))
+        records.append(CriticBatchRecord(abs_td, rewards, regimes, np.arange(64)))
     agreement = td_error_reward_agreement(records)
     assert agreement["rank_corr_normal"] == pytest.approx(1.0)
     assert abs(agreement["rank_corr_stress"]) < 0.5
@@ -84,8 +105,8 @@ def test_agreement_is_measured_within_each_regime():
 
 def test_mean_abs_reward_is_taken_per_regime_over_all_batches():
     records = [
-        CriticBatchRecord(np.zeros(3), np.array([1.0, -3.0, 0.5]), np.array([0, 0, 1])),
-        CriticBatchRecord(np.zeros(2), np.array([-2.0, 4.0]), np.array([0, 1])),
+        CriticBatchRecord(np.zeros(3), np.array([1.0, -3.0, 0.5]), np.array([0, 0, 1]), np.arange(3)),
+        CriticBatchRecord(np.zeros(2), np.array([-2.0, 4.0]), np.array([0, 1]), np.arange(3, 5)),
     ]
     rewards = mean_abs_reward_by_regime(records)
     assert rewards["mean_abs_reward_normal"] == pytest.approx(2.0)
