@@ -86,6 +86,8 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
 
     # `sample` calls without any `update_priorities` before the buffer warns that priorities are stale
     SAMPLES_BEFORE_NO_UPDATE_WARNING = 100
+    # Whether `update_priorities` sets priorities from the TD errors it is given (LAP and LA3P need it)
+    priorities_follow_td_errors = True
     # What the subclass's `sample` returns
     samples_class: Any
 
@@ -862,6 +864,8 @@ class RewardPrioritizedReplayBuffer(PrioritizedReplayBuffer):
     and counts the call, but leaves every priority as ``add`` set it; ``max_priority`` is the largest reward
     priority stored so far. Parameters: as ``PrioritizedReplayBuffer``.
     """
+
+    priorities_follow_td_errors = False
 
     def _entry_priorities(self, reward: np.ndarray) -> np.ndarray:
         """

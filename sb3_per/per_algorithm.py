@@ -462,6 +462,16 @@ class PrioritizedReplayMixin:
                 "PrioritizedReplayBuffer (PrioritizedDictReplayBuffer for Dict observations) with "
                 "prioritization='proportional'"
             )
+        if (
+            self.per_mode in LAP_PRIORITY_MODES
+            and isinstance(buffer, PrioritizedBufferMixin)
+            and not buffer.priorities_follow_td_errors
+        ):
+            raise ValueError(
+                f"per_mode={self.per_mode!r} sets LAP's priorities from the TD errors, but the replay buffer is a "
+                f"{type(buffer).__name__}, whose priorities never follow them: use PrioritizedReplayBuffer "
+                "(PrioritizedDictReplayBuffer for Dict observations)"
+            )
         if self.per_mode == "la3p" and not getattr(buffer, "inverse_sampling", False):
             raise ValueError(
                 "per_mode='la3p' samples its actor batches in proportion to 1 / priority: make the "

@@ -10,6 +10,7 @@ from stable_baselines3.common.utils import set_random_seed
 from test_buffers import ACTION_SPACE, OBS_SPACE
 
 from comparison.experiment import RunConfig, make_model
+from sb3_per import SAC
 from sb3_per.buffers import RewardPrioritizedReplayBuffer
 
 
@@ -119,3 +120,17 @@ def test_sac_trains_on_it_without_touching_the_reward_priorities():
 def test_dict_observations_are_refused_as_by_its_base():
     with pytest.raises(ValueError, match="PrioritizedDictReplayBuffer"):
         RewardPrioritizedReplayBuffer(10, spaces.Dict({"x": OBS_SPACE}), ACTION_SPACE)
+
+
+@pytest.mark.parametrize("per_mode", ["lap", "la3p"])
+def test_lap_modes_refuse_it_since_its_priorities_never_follow_the_td_errors(per_mode):
+    kwargs = {"inverse_sampling": True} if per_mode == "la3p" else {}
+    with pytest.raises(ValueError, match=f"per_mode='{per_mode}'.*RewardPrioritizedReplayBuffer"):
+        SAC(
+            "MlpPolicy",
+            make_vec_env("Pendulum-v1", n_envs=1, seed=0),
+            replay_buffer_class=RewardPrioritizedReplayBuffer,
+            replay_buffer_kwargs=kwargs,
+            per_mode=per_mode,
+            device="cpu",
+        )
