@@ -42,6 +42,7 @@ _RUN_OPTIONS: tuple[tuple[str, str, Any, str], ...] = (
     ("--lap-min-priority", "lap_min_priority", float, "LAP's priority floor and Huber threshold (lap, pal, la3p)"),
     ("--la3p-fraction", "la3p_fraction", float, "LA3P's prioritized share of each batch, in (0, 1]"),
     ("--half-life", "half_life", float, "half-life of the faded variant's priorities, in env steps"),
+    ("--reward-floor", "reward_floor", float, "|reward| floor of the per_reward_floor ablation's priorities"),
     ("--learning-rate", "learning_rate", float, "Adam learning rate"),
     ("--learning-starts", "learning_starts", int, "env steps collected before training"),
     ("--batch-size", "batch_size", int, "minibatch size"),
@@ -241,11 +242,12 @@ def compare_parser() -> argparse.ArgumentParser:
         help="replay variants (default: the preset's: uniform per, and with --full also lap la3p faded rank pal): "
         "uniform (SB3), per (proportional PER), rank (rank-based PER), lap (loss-adjusted prioritization), pal "
         "(uniform replay with the prioritized approximation loss), la3p (actor prioritized replay: LAP for the "
-        "critic, 1/priority for the actor), faded (PER whose priorities halve every --half-life env steps); four "
+        "critic, 1/priority for the actor), faded (PER whose priorities halve every --half-life env steps); five "
         "ablations of PER, in no preset: per_no_is (PER's sampling, no importance weights), regime_weighted "
         "(no TD priorities: each regime sampled in proportion to --regime-weights, uniformly within it), "
-        "per_critic_only (PER for the critic's batch, a uniform batch for the actor) and per_reward_priority "
-        "(PER's sampling and weights with priorities from |reward|, set at write: no TD errors)",
+        "per_critic_only (PER for the critic's batch, a uniform batch for the actor), per_reward_priority "
+        "(PER's sampling and weights with priorities from |reward|, set at write: no TD errors) and "
+        "per_reward_floor (per_reward_priority with every |reward| below --reward-floor counted as it)",
     )
     parser.add_argument(
         "--backend",

@@ -39,7 +39,12 @@ from comparison.telemetry import logged_telemetry, telemetry_table
 from envs import SUMMARY_KEYS, FlatPolicy, ZScorePolicy
 from envs.regime_model import N_REGIMES
 from sb3_per import SAC, PrioritizedBufferMixin, PrioritizedReplayBuffer, TaggedReplayBuffer
-from sb3_per.buffers import RewardPrioritizedReplayBuffer, check_per_parameters, check_priority_half_life
+from sb3_per.buffers import (
+    RewardPrioritizedReplayBuffer,
+    check_per_parameters,
+    check_priority_half_life,
+    check_reward_floor,
+)
 from sb3_per.per_algorithm import LAP_PRIORITY_MODES, check_per_mode
 from sb3_per.replay_tags import TagWeightedReplayBuffer, is_sampling_weight
 
@@ -65,6 +70,8 @@ class ReplayVariant:
         (False: beta is 0 throughout, every weight 1)
     :param uniform_actor_batch: ``sb3_per.SAC``'s ``uniform_actor_batch``: the actor and entropy steps train on a
         uniform batch of their own, the critic on the prioritized one
+    :param floored_rewards: the reward-prioritized buffer counts every |reward| below ``RunConfig.reward_floor`` as
+        the floor
     """
 
     buffer_class: type[ReplayBuffer]
@@ -74,6 +81,7 @@ class ReplayVariant:
     faded: bool = False
     importance_weights: bool = True
     uniform_actor_batch: bool = False
+    floored_rewards: bool = False
 
     @property
     def replay_fields(self) -> frozenset[str]:
@@ -86,7 +94,9 @@ class ReplayVariant:
             la3p = {"la3p_fraction"} if self.per_mode == "la3p" else set()
             return frozenset({"lap_alpha", "lap_min_priority", "epsilon", *la3p})
         betas = {"beta_start", "beta_end"} if self.importance_weights else set()
-        return frozenset({"alpha", "epsilon", *betas, *({"half_life"} if self.faded else ())})
+        fade = {"half_life"} if self.faded else set()
+        floor = {"reward_floor"} if self.floored_rewards else set()
+        return frozenset({"alpha", "epsilon", *betas, *fade, *floor})
 
 
 # The RunConfig fields that only some variants use (see ``ReplayVariant.replay_fields``).
@@ -101,6 +111,7 @@ REPLAY_FIELDS = frozenset(
         "la3p_fraction",
         "half_life",
         "regime_weights",
+        "reward_floor",
     }
 )
 
@@ -130,6 +141,8 @@ VARIANTS: dict[str, ReplayVariant] = {
     "per_critic_only": ReplayVariant(PrioritizedReplayBuffer, uniform_actor_batch=True),
     # PER's sampling and IS weights with priorities (|reward| + epsilon) ** alpha, set at write, no TD errors
     "per_reward_priority": ReplayVariant(RewardPrioritizedReplayBuffer),
+    # per_reward_priority with every |reward| below RunConfig.reward_floor counted as the floor
+    "per_reward_floor": ReplayVariant(RewardPrioritizedReplayBuffer, floored_rewards=True),
 }
 
 
@@ -149,7 +162,7 @@ class RunConfig:
     :param eval_episodes: evaluation episodes per evaluation
     :param eval_seed: seed of the first evaluation episode; episode ``i`` uses ``eval_seed + i``
     :param alpha: priority exponent of the variants with PER's priorities (Schaul et al. 2016): per, rank, faded,
-        per_no_is, per_critic_only and per_reward_priority
+        per_no_is, per_critic_only, per_reward_priority and per_reward_floor
     :param beta_start: importance-sampling exponent of the prioritized variants at the start; annealed to
         ``beta_end`` with the run's training progress (``beta_anneal_steps="auto"``, not a fixed 200k-call
         schedule that a short run would never finish)
@@ -169,6 +182,10 @@ class RunConfig:
         ``regime_weighted`` ablation, relative to its stored share. Default 1, 1.5, 1.2: PER's sampled-to-stored
         share of each regime, 0.92, 1.38 and 1.10 (mean over the evaluations of the validation runs, seeds 100 and
         101, 30k steps; docs/results/faded_validation/per), relative to the normal regime's and rounded
+    :param reward_floor: the ``per_reward_floor`` ablation's floor: every |reward| below it has the floor's priority
+        (0.003: the median |reward| of
+        uniform SAC's critic samples on validation seed 100, 30k steps: ``python scripts/td_error_scale.py --variant
+        uniform --seed 100``)
     :param net_arch: hidden layers of the actor and critics
     :param learning_rate: Adam learning rate
     :param learning_starts: env steps collected before training starts
@@ -196,6 +213,7 @@ class RunConfig:
     la3p_fraction: float = 0.5
     half_life: float = 40_000.0
     regime_weights: tuple[float, ...] = (1.0, 1.5, 1.2)
+    reward_floor: float = 0.003
     net_arch: tuple[int, ...] = (64, 64)
     learning_rate: float = 3e-4
     learning_starts: int = 1_000
@@ -240,6 +258,8 @@ class RunConfig:
         )
         if VARIANTS[self.variant].faded:  # the only variant that uses it (see `canonical`)
             check_priority_half_life(self.half_life, self.buffer_size)
+        if VARIANTS[self.variant].floored_rewards:
+            check_reward_floor(self.reward_floor)
         if not _are_regime_weights(self.regime_weights):
             raise ValueError(f"regime_weights must be {N_REGIMES} finite weights > 0, got {self.regime_weights!r}")
         object.__setattr__(self, "net_arch", tuple(self.net_arch))
@@ -308,6 +328,7 @@ class RunConfig:
             inverse_sampling=variant.inverse_sampling,
             priority_half_life=self.half_life if variant.faded else None,
             tag_key=TAG_KEY,
+            **({"reward_floor": self.reward_floor} if variant.floored_rewards else {}),
         )
 
 

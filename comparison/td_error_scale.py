@@ -157,6 +157,15 @@ def mean_abs_reward_by_regime(records: Sequence[CriticBatchRecord]) -> dict[str,
     }
 
 
+def median_abs_reward(records: Sequence[CriticBatchRecord]) -> float:
+    """
+    :param records: a run's critic batches, as ``critic_batches`` returns them
+    :return: the median |reward| of all the critic's samples (under uniform replay, the stored transitions'
+        typical |reward| over the run: the ``per_reward_floor`` ablation's floor was read from it)
+    """
+    return float(np.median(np.abs(np.concatenate([r.rewards for r in records]))))
+
+
 def td_error_scale_main(argv: Sequence[str] | None = None) -> dict[str, float]:
     """
     ``python scripts/td_error_scale.py``: train one run, print its TD errors' scale beside LAP's floor and their
@@ -178,7 +187,7 @@ def td_error_scale_main(argv: Sequence[str] | None = None) -> dict[str, float]:
     records = critic_batches(config)
     summary = summarize_td_errors([r.abs_td_errors for r in records], args.lap_min_priority)
     agreement = td_error_reward_agreement(records)
-    rewards = mean_abs_reward_by_regime(records)
+    rewards = {**mean_abs_reward_by_regime(records), "median_abs_reward": median_abs_reward(records)}
     print("TD errors: " + ", ".join(f"{key} {value:.4g}" for key, value in summary.items()))
     print("|TD error| vs |reward|: " + ", ".join(f"{key} {value:.3f}" for key, value in agreement.items()))
     print("critic samples: " + ", ".join(f"{key} {value:.5f}" for key, value in rewards.items()))

@@ -860,21 +860,36 @@ class RewardPrioritizedReplayBuffer(PrioritizedReplayBuffer):
     a batch as |TD error| largely does, so this asks whether replaying the largest rewards at PER's rate, with no
     TD error at all, costs what PER's TD-error priorities cost.
 
+    With ``reward_floor > 0`` the priority is ``(max(|reward|, reward_floor) + epsilon) ** alpha``: every reward
+    below the floor counts as the floor, so the quietest transitions are replayed as often as one at the floor,
+    while those above it keep their preference. The comparison's ``per_reward_floor`` ablation sets the floor at
+    the typical |reward|, to tell replaying the largest rewards more from replaying the smallest ones less.
+
     ``update_priorities`` checks its input as ``PrioritizedReplayBuffer``'s does (bad input raises ``ValueError``)
     and counts the call, but leaves every priority as ``add`` set it; ``max_priority`` is the largest reward
-    priority stored so far. Parameters: as ``PrioritizedReplayBuffer``.
+    priority stored so far.
+
+    :param args: as ``PrioritizedReplayBuffer``'s, in its order
+    :param reward_floor: the |reward| below which every transition's priority is the floor's (0, the default: none)
+    :param kwargs: as ``PrioritizedReplayBuffer``'s
     """
 
     priorities_follow_td_errors = False
 
+    def __init__(self, *args: Any, reward_floor: float = 0.0, **kwargs: Any):
+        check_reward_floor(reward_floor)
+        self.reward_floor = float(reward_floor)
+        super().__init__(*args, **kwargs)
+
     def _entry_priorities(self, reward: np.ndarray) -> np.ndarray:
         """
-        ``(|reward| + epsilon) ** alpha`` of each env's reward; a reward that is not finite, or too large for the
-        sum tree, raises ``ValueError`` (before ``add`` stores anything).
+        ``(max(|reward|, reward_floor) + epsilon) ** alpha`` of each env's reward; a reward that is not finite, or
+        too large for the sum tree, raises ``ValueError`` (before ``add`` stores anything).
 
         :param reward: the step's rewards, one per env
         """
-        return self._priorities_of(np.asarray(reward, dtype=np.float64).reshape(self.n_envs), "reward")
+        magnitudes = np.abs(np.asarray(reward, dtype=np.float64).reshape(self.n_envs))
+        return self._priorities_of(np.maximum(magnitudes, self.reward_floor), "reward")  # NaN stays NaN
 
     def update_priorities(
         self, indices: np.ndarray | th.Tensor, td_errors: np.ndarray | th.Tensor, stamps: np.ndarray | None = None
@@ -915,6 +930,13 @@ def _as_flat_numpy(values: np.ndarray | th.Tensor, name: str, kinds: str) -> np.
     if array.size and array.dtype.kind not in kinds:
         raise ValueError(f"{name} must be {KIND_NAMES[kinds]}, got dtype {array.dtype}")
     return array.reshape(-1)
+
+
+def check_reward_floor(reward_floor: float) -> None:
+    """Raise ``ValueError``, naming the parameter and its value, unless ``reward_floor`` is a finite number >= 0."""
+    number = isinstance(reward_floor, Real) and not isinstance(reward_floor, bool)
+    if not (number and np.isfinite(reward_floor) and reward_floor >= 0.0):
+        raise ValueError(f"reward_floor must be a finite number >= 0, got {reward_floor!r}")
 
 
 def check_priority_half_life(priority_half_life: float | None, buffer_size: int) -> None:

@@ -56,9 +56,28 @@ def test_per_reward_priority_is_per_with_a_reward_prioritized_buffer():
     assert model.replay_buffer_kwargs == per.replay_buffer_kwargs and model.per_mode == per.per_mode == "per"
 
 
+def test_per_reward_floor_is_per_reward_priority_with_the_configs_floor():
+    config = RunConfig(variant="per_reward_floor", alpha=0.7, reward_floor=0.02)
+    model, unfloored = (
+        make_model(c, gym.make(config.env_id)) for c in (config, RunConfig(variant="per_reward_priority", alpha=0.7))
+    )
+    assert type(model.replay_buffer) is RewardPrioritizedReplayBuffer
+    assert (model.replay_buffer.reward_floor, unfloored.replay_buffer.reward_floor) == (0.02, 0.0)
+    assert model.replay_buffer_kwargs == {**unfloored.replay_buffer_kwargs, "reward_floor": 0.02}
+
+
+@pytest.mark.parametrize("bad", [-0.1, float("nan"), float("inf")])
+def test_a_bad_reward_floor_is_refused_only_where_it_is_used(bad):
+    with pytest.raises(ValueError, match="reward_floor"):
+        RunConfig(variant="per_reward_floor", reward_floor=bad)
+    assert RunConfig(variant="per_reward_priority", reward_floor=bad).canonical() == RunConfig(
+        variant="per_reward_priority"
+    )
+
+
 def test_the_ablations_are_in_no_preset():
     for preset in PRESETS.values():
-        ablations = {"per_no_is", "regime_weighted", "per_critic_only", "per_reward_priority"}
+        ablations = {"per_no_is", "regime_weighted", "per_critic_only", "per_reward_priority", "per_reward_floor"}
         assert not ablations & set(preset.plan(None, None))
 
 

@@ -188,7 +188,7 @@ def test_each_variant_builds_the_algorithm_and_buffer_of_its_paper(
     assert set(VARIANTS) == {
         "uniform",
         *("per", "rank", "lap", "pal", "la3p", "faded"),
-        *("per_no_is", "regime_weighted", "per_critic_only", "per_reward_priority"),
+        *("per_no_is", "regime_weighted", "per_critic_only", "per_reward_priority", "per_reward_floor"),
     }
 
 
@@ -428,6 +428,7 @@ SETTINGS_OF_SOME_VARIANTS = dict(
     la3p_fraction=0.25,
     half_life=5_000.0,
     regime_weights=(1.0, 3.0, 1.0),
+    reward_floor=0.02,
 )
 
 
@@ -445,6 +446,7 @@ SETTINGS_OF_SOME_VARIANTS = dict(
         ("regime_weighted", {"regime_weights"}),
         ("per_critic_only", {"alpha", "beta_start"}),
         ("per_reward_priority", {"alpha", "beta_start"}),
+        ("per_reward_floor", {"alpha", "beta_start", "reward_floor"}),
     ],
 )
 def test_canonical_configs_keep_only_the_settings_their_variant_uses(variant, kept):

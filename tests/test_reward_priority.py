@@ -92,9 +92,26 @@ def test_td_error_updates_are_checked_and_counted_but_leave_the_priorities():
     assert buffer.n_priority_updates == 1
 
 
+@pytest.mark.parametrize("n_envs", [1, 2])
+def test_rewards_below_the_floor_enter_at_the_floors_priority(n_envs):
+    buffer = reward_buffer(buffer_size=100, n_envs=n_envs, reward_floor=0.5)
+    rewards = np.random.default_rng(4).normal(size=(30, n_envs))
+    add_rewards(buffer, rewards)
+    floored = np.maximum(np.abs(rewards), 0.5)
+    assert (np.abs(rewards) < 0.5).any() and (np.abs(rewards) > 0.5).any()
+    np.testing.assert_allclose(buffer.priorities_at(np.arange(30 * n_envs)), expected_priorities(buffer, floored))
+
+
+@pytest.mark.parametrize("bad", [-1e-9, np.nan, np.inf, True, "0.1"])
+def test_a_bad_reward_floor_is_refused(bad):
+    with pytest.raises(ValueError, match="reward_floor must be a finite number >= 0"):
+        reward_buffer(reward_floor=bad)
+
+
+@pytest.mark.parametrize("floor", [0.0, 0.5])
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
-def test_a_reward_that_is_not_finite_is_refused_before_anything_is_stored(bad):
-    buffer = reward_buffer()
+def test_a_reward_that_is_not_finite_is_refused_before_anything_is_stored(bad, floor):
+    buffer = reward_buffer(reward_floor=floor)
     add_rewards(buffer, np.ones((3, 1)))
     with pytest.raises(ValueError, match="reward must be finite"):
         add_rewards(buffer, np.array([[bad]]))

@@ -14,6 +14,7 @@ from comparison.td_error_scale import (
     average_ranks,
     critic_batches,
     mean_abs_reward_by_regime,
+    median_abs_reward,
     rank_correlation,
     record_critic_batches,
     summarize_td_errors,
@@ -112,6 +113,14 @@ def test_mean_abs_reward_is_taken_per_regime_over_all_batches():
     assert rewards["mean_abs_reward_normal"] == pytest.approx(2.0)
     assert rewards["mean_abs_reward_stress"] == pytest.approx(2.25)
     assert math.isnan(rewards["mean_abs_reward_break"])
+
+
+def test_median_abs_reward_is_taken_over_all_batches():
+    records = [
+        CriticBatchRecord(np.zeros(3), np.array([1.0, -3.0, 0.5]), np.array([0, 0, 1]), np.arange(3)),
+        CriticBatchRecord(np.zeros(2), np.array([-2.0, 4.0]), np.array([0, 1]), np.arange(3, 5)),
+    ]
+    assert median_abs_reward(records) == pytest.approx(2.0)
 
 
 def test_bad_settings_are_a_usage_error(capsys):
