@@ -875,6 +875,8 @@ class RewardPrioritizedReplayBuffer(PrioritizedReplayBuffer):
     """
 
     priorities_follow_td_errors = False
+    # A class default too, for buffers pickled before the floor existed
+    reward_floor = 0.0
 
     def __init__(self, *args: Any, reward_floor: float = 0.0, **kwargs: Any):
         check_reward_floor(reward_floor)
@@ -888,8 +890,10 @@ class RewardPrioritizedReplayBuffer(PrioritizedReplayBuffer):
 
         :param reward: the step's rewards, one per env
         """
-        magnitudes = np.abs(np.asarray(reward, dtype=np.float64).reshape(self.n_envs))
-        return self._priorities_of(np.maximum(magnitudes, self.reward_floor), "reward")  # NaN stays NaN
+        reward = np.asarray(reward, dtype=np.float64).reshape(self.n_envs)
+        # Signed, so that a bad reward is reported as it was; NaN stays NaN
+        floored = np.copysign(np.maximum(np.abs(reward), self.reward_floor), reward)
+        return self._priorities_of(floored, "reward")
 
     def update_priorities(
         self, indices: np.ndarray | th.Tensor, td_errors: np.ndarray | th.Tensor, stamps: np.ndarray | None = None

@@ -418,6 +418,8 @@ def test_a_validation_run_of_the_faded_half_life_uses_its_own_seeds_and_evaluati
     assert configs[0].replay_kwargs()["priority_half_life"] == 5000.0
     la3p, _ = _planned(["--variants", "la3p", "--la3p-fraction", "0.25"], monkeypatch, tmp_path)
     assert {c.la3p_fraction for c in la3p} == {0.25}
+    floored, _ = _planned(["--variants", "per_reward_floor", "--reward-floor", "0.02"], monkeypatch, tmp_path)
+    assert {c.replay_kwargs()["reward_floor"] for c in floored} == {0.02}
 
 
 SETTINGS_OF_SOME_VARIANTS = dict(

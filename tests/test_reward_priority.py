@@ -1,5 +1,6 @@
 """A PER ablation buffer whose priorities come from rewards, set when a transition is written and kept."""
 
+import pickle
 import warnings
 
 import numpy as np
@@ -102,6 +103,19 @@ def test_rewards_below_the_floor_enter_at_the_floors_priority(n_envs):
     np.testing.assert_allclose(buffer.priorities_at(np.arange(30 * n_envs)), expected_priorities(buffer, floored))
 
 
+def test_the_floor_survives_pickling_and_a_buffer_pickled_without_one_loads_unfloored():
+    buffer = reward_buffer(reward_floor=0.5)
+    add_rewards(buffer, np.array([[0.1], [2.0]]))
+    loaded = pickle.loads(pickle.dumps(buffer))
+    add_rewards(loaded, np.array([[0.2]]))
+    np.testing.assert_allclose(loaded.priorities_at(np.arange(3)), expected_priorities(loaded, np.array([0.5, 2, 0.5])))
+    old = reward_buffer()
+    del old.reward_floor  # as pickled before reward_floor existed
+    older = pickle.loads(pickle.dumps(old))
+    add_rewards(older, np.array([[0.2]]))
+    np.testing.assert_allclose(older.priorities_at(np.arange(1)), expected_priorities(older, np.array([0.2])))
+
+
 @pytest.mark.parametrize("bad", [-1e-9, np.nan, np.inf, True, "0.1"])
 def test_a_bad_reward_floor_is_refused(bad):
     with pytest.raises(ValueError, match="reward_floor must be a finite number >= 0"):
@@ -113,8 +127,8 @@ def test_a_bad_reward_floor_is_refused(bad):
 def test_a_reward_that_is_not_finite_is_refused_before_anything_is_stored(bad, floor):
     buffer = reward_buffer(reward_floor=floor)
     add_rewards(buffer, np.ones((3, 1)))
-    with pytest.raises(ValueError, match="reward must be finite"):
-        add_rewards(buffer, np.array([[bad]]))
+    with pytest.raises(ValueError, match=f"reward must be finite, got {-bad}"):
+        add_rewards(buffer, np.array([[-bad]]))
     assert (buffer.pos, buffer.size()) == (3, 3)
     np.testing.assert_allclose(buffer.tree.total, 3 * (1.0 + buffer.epsilon) ** buffer.alpha)
 
