@@ -15,7 +15,7 @@ from stable_baselines3.common.type_aliases import TensorDict
 from stable_baselines3.common.vec_env import VecNormalize
 
 from sb3_per.rank_heap import RankHeap
-from sb3_per.replay_tags import ReplayTagsMixin, checked_stored_leaves
+from sb3_per.replay_tags import ReplayTagsMixin, checked_stored_leaves, is_finite_number
 from sb3_per.sum_tree import SumTree
 
 WEIGHT_NORMALIZATIONS = ("buffer", "batch")
@@ -938,8 +938,7 @@ def _as_flat_numpy(values: np.ndarray | th.Tensor, name: str, kinds: str) -> np.
 
 def check_reward_floor(reward_floor: float) -> None:
     """Raise ``ValueError``, naming the parameter and its value, unless ``reward_floor`` is a finite number >= 0."""
-    number = isinstance(reward_floor, Real) and not isinstance(reward_floor, bool)
-    if not (number and np.isfinite(reward_floor) and reward_floor >= 0.0):
+    if not (is_finite_number(reward_floor) and reward_floor >= 0.0):
         raise ValueError(f"reward_floor must be a finite number >= 0, got {reward_floor!r}")
 
 
@@ -947,9 +946,7 @@ def check_priority_half_life(priority_half_life: float | None, buffer_size: int)
     """Raise ``ValueError``, naming the parameter and its value, for a bad ``priority_half_life``."""
     if priority_half_life is None:
         return
-    if isinstance(priority_half_life, bool) or not isinstance(priority_half_life, Real):
-        raise ValueError(f"priority_half_life must be a number > 0 or None, got {priority_half_life!r}")
-    if not (np.isfinite(priority_half_life) and priority_half_life > 0):
+    if not (is_finite_number(priority_half_life) and priority_half_life > 0):
         raise ValueError(f"priority_half_life must be a finite number > 0 or None, got {priority_half_life!r}")
     if buffer_size / priority_half_life > MAX_FADE_DOUBLINGS:
         raise ValueError(

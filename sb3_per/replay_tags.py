@@ -246,11 +246,14 @@ class TaggedReplayBuffer(ReplayTagsMixin, ReplayBuffer):
         )
 
 
+def is_finite_number(value: Any) -> bool:
+    """Whether ``value`` is a finite real number (a ``bool`` is not)."""
+    return isinstance(value, Real) and not isinstance(value, bool) and bool(np.isfinite(float(value)))
+
+
 def is_sampling_weight(value: Any) -> bool:
     """Whether ``value`` is a finite real number > 0 (a ``bool`` is not)."""
-    return (
-        isinstance(value, Real) and not isinstance(value, bool) and bool(np.isfinite(float(value))) and float(value) > 0
-    )
+    return is_finite_number(value) and float(value) > 0
 
 
 def checked_tag_weights(tag_weights: Mapping[int, float] | None) -> dict[int, float]:
