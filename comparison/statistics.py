@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.stats import binomtest
 
 RngLike = np.random.Generator | int | None
 
@@ -288,6 +289,48 @@ def probability_of_improvement_ci(
     generator = np.random.default_rng(rng)
     x_boot, y_boot = _resamples(x, n_resamples, generator), _resamples(y, n_resamples, generator)
     return probability_of_improvement(x, y), _percentile_interval(_improvement_rows(x_boot, y_boot), confidence)
+
+
+@dataclass(frozen=True)
+class SameSeedComparison:
+    """
+    A compared sample against a reference on the seeds both have: on how many it ends above and below, and
+    the two-sided sign test of that split (ties dropped; 1.0 when every shared seed is a tie or none is shared).
+
+    :param above: shared seeds where the compared score is higher
+    :param below: shared seeds where it is lower
+    :param ties: shared seeds where the two are equal
+    :param p_value: the sign test's two-sided p-value (exact binomial, p = 1/2), uncorrected for multiple tests
+    """
+
+    above: int
+    below: int
+    ties: int
+    p_value: float
+
+    @property
+    def seeds(self) -> int:
+        """Number of shared seeds."""
+        return self.above + self.below + self.ties
+
+
+def same_seed_comparison(reference: Mapping[int, float], compared: Mapping[int, float]) -> SameSeedComparison:
+    """
+    Compare two samples seed by seed, on the seeds both hold: meaningful where runs of one seed are paired
+    (e.g. drawn from the same training env seed), unlike :func:`probability_of_improvement`, which pairs every
+    seed of one with every seed of the other.
+
+    :param reference: score per seed of the reference (e.g. uniform's final returns)
+    :param compared: score per seed of the compared sample
+    :return: the counts and the sign test's p-value
+    """
+    shared = sorted(set(reference) & set(compared))
+    if not shared:
+        return SameSeedComparison(above=0, below=0, ties=0, p_value=1.0)
+    differences = _finite_1d([compared[seed] - reference[seed] for seed in shared], "score differences")
+    above, below = int(np.sum(differences > 0)), int(np.sum(differences < 0))
+    p_value = binomtest(above, above + below, 0.5).pvalue if above + below else 1.0
+    return SameSeedComparison(above=above, below=below, ties=len(shared) - above - below, p_value=float(p_value))
 
 
 def median_ratio_ci(

@@ -15,10 +15,12 @@ from comparison.statistics import (
     NEAR_ZERO,
     BootstrapSettings,
     RelativeDifference,
+    SameSeedComparison,
     keyed_generator,
     median_ratio_ci,
     probability_of_improvement_ci,
     relative_difference_ci,
+    same_seed_comparison,
 )
 from comparison.tables import (
     REFERENCE_VARIANT,
@@ -118,6 +120,18 @@ def _steps_ratio_line(
         rng=keyed_generator(rng, "steps_ratio", variant),
     )
     return f"{head}; ratio {ratio:.2f} [{low:.2f}, {high:.2f}] ({bootstrap.level} CI)."
+
+
+def _same_seed_line(variant: str, comparison: SameSeedComparison) -> str:
+    """The line counting the seeds on which a variant ends above and below the reference's run of that seed."""
+    head = f"- Same seed, {variant} vs {REFERENCE_VARIANT}, final return"
+    if not comparison.seeds:
+        return f"{head}: no seed in common."
+    ties = f", level on {comparison.ties}" if comparison.ties else ""
+    return (
+        f"{head}: below on {comparison.below}, above on {comparison.above}{ties} of {comparison.seeds} seeds; "
+        f"sign test p = {comparison.p_value:.3g}."
+    )
 
 
 def _difference_line(reference: str, variant: str, diff: RelativeDifference) -> str:
@@ -276,6 +290,12 @@ def write_summary_md(
             lines.append(
                 f"- P({variant} > {REFERENCE_VARIANT}), final return: {p:.2f} [{low:.2f}, {high:.2f}] ({level} CI)."
             )
+        by_seed = {
+            variant: dict(zip(runs["seed"].astype(int), runs["mean_return"].astype(float), strict=True))
+            for variant, runs in final.groupby("variant")
+        }
+        for variant in order[1:]:
+            lines.append(_same_seed_line(variant, same_seed_comparison(by_seed[REFERENCE_VARIANT], by_seed[variant])))
         threshold = baseline_threshold(baselines, threshold_baseline)
         if threshold is not None:
             steps = censored_steps_to_threshold(evals, threshold)
@@ -312,6 +332,9 @@ def write_summary_md(
         f"than a seed of {REFERENCE_VARIANT} (Mann-Whitney U / (n m), ties half; Agarwal et al. 2021). Its CI, the IQM "
         "CIs and the ratio CIs are stratified bootstraps as rliable's on one task: each variant's seeds resampled on "
         "their own.",
+        f"- Same seed: each seed that both the variant and {REFERENCE_VARIANT} ran, compared run against run (paired, "
+        "as runs of one seed share the training env's seed); sign test: two-sided exact binomial test of the seeds "
+        "below against those above (ties dropped), uncorrected for the number of variants compared.",
         f"- Steps ratio: median over all seeds of the variant's env steps to the {threshold_baseline} return over "
         f"{REFERENCE_VARIANT}'s; a seed that never reaches it is censored at its last evaluation step (so the ratio "
         "understates how much slower a variant whose seeds fail is); not reported when a "

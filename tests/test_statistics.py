@@ -1,4 +1,5 @@
-"""Probability of improvement, ratio of medians and censored steps, against hand computations and in summary.md."""
+"""Probability of improvement, same-seed sign test, ratio of medians and censored steps, against hand computations
+and in summary.md."""
 
 import re
 
@@ -7,7 +8,12 @@ import pytest
 from scipy.stats import mannwhitneyu
 from test_report import synthetic_baselines, synthetic_evaluations, tiny_evaluations
 
-from comparison.statistics import median_ratio_ci, probability_of_improvement, probability_of_improvement_ci
+from comparison.statistics import (
+    median_ratio_ci,
+    probability_of_improvement,
+    probability_of_improvement_ci,
+    same_seed_comparison,
+)
 from comparison.summary import write_summary_md
 from comparison.tables import censored_steps_to_threshold, final_returns
 
@@ -34,6 +40,22 @@ def test_probability_of_improvement_ci_brackets_it_and_is_degenerate_without_spr
     assert low <= p <= high and 0.0 <= low < high <= 1.0
     assert probability_of_improvement_ci(x, y, rng=3) == (p, (low, high))
     assert probability_of_improvement_ci([2.0, 2.0], [1.0, 1.0]) == (1.0, (1.0, 1.0))
+
+
+def test_same_seed_comparison_pairs_only_shared_seeds_and_drops_ties_from_the_sign_test():
+    reference = {0: 1.0, 1: 2.0, 2: 3.0, 3: 4.0}
+    compared = {0: 2.0, 1: 1.0, 2: 3.0, 5: 9.0}  # seed 0 above, 1 below, 2 level; 3 and 5 unshared
+    result = same_seed_comparison(reference, compared)
+    assert (result.above, result.below, result.ties, result.seeds) == (1, 1, 1, 3)
+    assert result.p_value == 1.0  # one of two
+    all_below = same_seed_comparison({s: 1.0 for s in range(10)}, {s: 0.5 for s in range(10)})
+    assert (all_below.above, all_below.below) == (0, 10)
+    assert all_below.p_value == pytest.approx(2 / 2**10)  # two-sided: 10 of 10 either way
+    nine_of_ten = same_seed_comparison({s: 1.0 for s in range(10)}, {s: 0.5 + (s == 4) for s in range(10)})
+    assert nine_of_ten.p_value == pytest.approx(2 * 11 / 2**10)  # P(<= 1 of 10) twice
+    assert same_seed_comparison({0: 1.0}, {1: 1.0}).seeds == 0
+    with pytest.raises(ValueError, match="NaN"):
+        same_seed_comparison({0: 1.0}, {0: float("nan")})
 
 
 def test_median_ratio_hand_computed():
@@ -63,3 +85,14 @@ def test_summary_reports_probability_of_improvement_and_steps_ratio_of_the_data(
     medians = {v: steps.loc[steps["variant"] == v, "steps"].median() for v in ("uniform", "per")}
     match = re.search(r"^- Steps to zscore return, per / uniform: .*; ratio (\d+\.\d\d) \[", text, re.MULTILINE)
     assert match and float(match.group(1)) == pytest.approx(medians["per"] / medians["uniform"], abs=0.005), text
+
+
+def test_summary_counts_the_seeds_on_which_a_variant_ends_below_uniforms_run_of_that_seed(tmp_path):
+    evals = synthetic_evaluations(np.random.default_rng(1234))
+    text = write_summary_md(evals, synthetic_baselines(), tmp_path / "s.md", command="c", seeds=[0, 1, 2])
+    final = final_returns(evals).set_index(["variant", "seed"])["mean_return"]
+    differences = final["per"] - final["uniform"]
+    below, above = int((differences < 0).sum()), int((differences > 0).sum())
+    assert below != above  # so that swapping the two would fail
+    expected = f"- Same seed, per vs uniform, final return: below on {below}, above on {above} of 3 seeds"
+    assert expected in text, text
