@@ -870,7 +870,8 @@ class RewardPrioritizedReplayBuffer(PrioritizedReplayBuffer):
     priority stored so far.
 
     :param args: as ``PrioritizedReplayBuffer``'s, in its order
-    :param reward_floor: the |reward| below which every transition's priority is the floor's (0, the default: none)
+    :param reward_floor: the |reward| below which every transition's priority is the floor's (0, the default:
+        none); a floor whose priority the sum tree cannot hold raises ``ValueError``
     :param kwargs: as ``PrioritizedReplayBuffer``'s
     """
 
@@ -882,6 +883,13 @@ class RewardPrioritizedReplayBuffer(PrioritizedReplayBuffer):
         check_reward_floor(reward_floor)
         self.reward_floor = float(reward_floor)
         super().__init__(*args, **kwargs)
+        # Every priority is at least the floor's, so a floor the sum tree cannot hold would refuse every add
+        floor_priority = (self.reward_floor + self.epsilon) ** self.alpha
+        if not floor_priority <= self._largest_priority:
+            raise ValueError(
+                f"reward_floor={reward_floor!r} is too large: its priority {floor_priority} (raised to "
+                f"alpha={self.alpha!r}), which every transition would have at least, would overflow the sum tree"
+            )
 
     def _entry_priorities(self, reward: np.ndarray) -> np.ndarray:
         """

@@ -12,7 +12,7 @@ from test_buffers import ACTION_SPACE, OBS_SPACE
 
 from comparison.experiment import RunConfig, make_model
 from sb3_per import SAC
-from sb3_per.buffers import RewardPrioritizedReplayBuffer
+from sb3_per.buffers import PrioritizedReplayBuffer, RewardPrioritizedReplayBuffer
 
 
 def reward_buffer(buffer_size: int = 50, n_envs: int = 1, **kwargs) -> RewardPrioritizedReplayBuffer:
@@ -122,6 +122,15 @@ def test_a_bad_reward_floor_is_refused(bad):
         reward_buffer(reward_floor=bad)
 
 
+def test_a_floor_too_large_for_the_sum_tree_is_refused_when_the_buffer_is_made():
+    def buffer(reward_floor: float) -> RewardPrioritizedReplayBuffer:
+        return RewardPrioritizedReplayBuffer(50, OBS_SPACE, ACTION_SPACE, alpha=1.0, reward_floor=reward_floor)
+
+    with pytest.raises(ValueError, match=r"reward_floor=1e\+307 is too large"):
+        buffer(1e307)  # a finite float64, but 50 leaves at it would overflow the tree's total
+    assert buffer(1e300).reward_floor == 1e300  # within the sum tree's bound
+
+
 @pytest.mark.parametrize("floor", [0.0, 0.5])
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
 def test_a_reward_that_is_not_finite_is_refused_before_anything_is_stored(bad, floor):
@@ -165,3 +174,13 @@ def test_lap_modes_refuse_it_since_its_priorities_never_follow_the_td_errors(per
             per_mode=per_mode,
             device="cpu",
         )
+
+
+def test_a_lap_model_refuses_to_load_it_and_keeps_its_own_buffer(tmp_path):
+    reward = SAC("MlpPolicy", "Pendulum-v1", replay_buffer_class=RewardPrioritizedReplayBuffer, device="cpu")
+    reward.save_replay_buffer(tmp_path / "reward.pkl")
+    lap = SAC("MlpPolicy", "Pendulum-v1", replay_buffer_class=PrioritizedReplayBuffer, per_mode="lap", device="cpu")
+    own = lap.replay_buffer
+    with pytest.raises(ValueError, match=r"per_mode='lap' sets LAP's priorities.*RewardPrioritizedReplayBuffer"):
+        lap.load_replay_buffer(tmp_path / "reward.pkl")
+    assert lap.replay_buffer is own
