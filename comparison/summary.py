@@ -6,6 +6,7 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from comparison.schema import REGIME_RETURN_COLUMNS, tag_name
@@ -199,6 +200,23 @@ def _few_seeds_warning(table: pd.DataFrame) -> list[str]:
     ]
 
 
+def final_returns_by_seed(final: pd.DataFrame) -> dict[str, dict[int, float]]:
+    """
+    ``{variant: {seed: final return}}`` from :func:`final_returns`'s rows, each variant's seeds in the rows' order
+    (the order its bootstrap intervals resample).
+
+    :raises ValueError: if two runs of one variant share a seed (their runs could not be told apart)
+    """
+    repeated = final[final.duplicated(["variant", "seed"])]
+    if not repeated.empty:
+        variant, seed = repeated.iloc[0][["variant", "seed"]]
+        raise ValueError(f"two runs of variant {variant!r} have seed {seed}: the report needs one run per seed")
+    return {
+        variant: dict(zip(runs["seed"].astype(int), runs["mean_return"].astype(float), strict=True))
+        for variant, runs in final.groupby("variant", sort=False)
+    }
+
+
 def write_summary_md(
     evals: pd.DataFrame,
     baselines: pd.DataFrame,
@@ -240,8 +258,10 @@ def write_summary_md(
         rng=rng,
     )
     final = final_returns(evals)
+    by_seed = final_returns_by_seed(final)
     order = variant_order(evals["variant"])
     level = bootstrap.level
+    threshold = baseline_threshold(baselines, threshold_baseline)
 
     final_steps = sorted(final["step"].unique().tolist())
     if len(final_steps) == 1:
@@ -265,12 +285,11 @@ def write_summary_md(
     elif len(order) == 1:
         lines.append(f"- Only the {REFERENCE_VARIANT!r} variant is present: no differences computed.")
     else:
-        reference = final.loc[final["variant"] == REFERENCE_VARIANT, "mean_return"].to_numpy(dtype=float)
+        reference = np.array(list(by_seed[REFERENCE_VARIANT].values()))
         for variant in order[1:]:
-            compared = final.loc[final["variant"] == variant, "mean_return"].to_numpy(dtype=float)
             diff = relative_difference_ci(
                 reference,
-                compared,
+                np.array(list(by_seed[variant].values())),
                 n_resamples=bootstrap.n_resamples,
                 confidence=bootstrap.confidence,
                 rng=keyed_generator(rng, "relative_difference", variant),
@@ -279,9 +298,8 @@ def write_summary_md(
             lines.append(_difference_line(REFERENCE_VARIANT, variant, diff))
         lines += ["", f"## Over seeds, against {REFERENCE_VARIANT} (rliable)", ""]
         for variant in order[1:]:
-            compared = final.loc[final["variant"] == variant, "mean_return"].to_numpy(dtype=float)
             p, (low, high) = probability_of_improvement_ci(
-                compared,
+                np.array(list(by_seed[variant].values())),
                 reference,
                 n_resamples=bootstrap.n_resamples,
                 confidence=bootstrap.confidence,
@@ -290,13 +308,8 @@ def write_summary_md(
             lines.append(
                 f"- P({variant} > {REFERENCE_VARIANT}), final return: {p:.2f} [{low:.2f}, {high:.2f}] ({level} CI)."
             )
-        by_seed = {
-            variant: dict(zip(runs["seed"].astype(int), runs["mean_return"].astype(float), strict=True))
-            for variant, runs in final.groupby("variant")
-        }
         for variant in order[1:]:
             lines.append(_same_seed_line(variant, same_seed_comparison(by_seed[REFERENCE_VARIANT], by_seed[variant])))
-        threshold = baseline_threshold(baselines, threshold_baseline)
         if threshold is not None:
             steps = censored_steps_to_threshold(evals, threshold)
             for variant in order[1:]:
@@ -305,7 +318,6 @@ def write_summary_md(
     if telemetry is not None and not telemetry.empty:
         lines += _telemetry_rows(telemetry)
 
-    threshold = baseline_threshold(baselines, threshold_baseline)
     threshold_note = (
         f"first evaluation step whose mean return is >= the {threshold_baseline!r} baseline's mean return "
         f"({_signed(threshold)}); median over the seeds that reached it, (seeds reached / seeds)"

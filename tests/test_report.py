@@ -278,6 +278,15 @@ def test_summary_md_states_near_zero_rule(tmp_path: Path) -> None:
     assert "absolute +0.110" in line
 
 
+def test_summary_md_refuses_two_runs_of_one_variant_and_seed(tmp_path: Path) -> None:
+    rows = [_eval_row(f"uniform_s{s}", "uniform", s, 100, 0.1) for s in SEEDS]
+    rows.append(_eval_row("uniform_s1_again", "uniform", 1, 100, 0.2))
+    evals = pd.DataFrame(rows, columns=list(EVALUATION_COLUMNS))
+    with pytest.raises(ValueError, match="two runs of variant 'uniform' have seed 1"):
+        write_summary_md(evals, synthetic_baselines(), tmp_path / "summary.md", command="x", seeds=SEEDS)
+    assert not (tmp_path / "summary.md").exists()
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # write_report on a synthetic out_dir
 # ---------------------------------------------------------------------------------------------------------------------
