@@ -285,11 +285,12 @@ def write_summary_md(
     elif len(order) == 1:
         lines.append(f"- Only the {REFERENCE_VARIANT!r} variant is present: no differences computed.")
     else:
-        reference = np.array(list(by_seed[REFERENCE_VARIANT].values()))
+        scores = {variant: np.fromiter(seeds.values(), dtype=float) for variant, seeds in by_seed.items()}
+        reference = scores[REFERENCE_VARIANT]
         for variant in order[1:]:
             diff = relative_difference_ci(
                 reference,
-                np.array(list(by_seed[variant].values())),
+                scores[variant],
                 n_resamples=bootstrap.n_resamples,
                 confidence=bootstrap.confidence,
                 rng=keyed_generator(rng, "relative_difference", variant),
@@ -299,7 +300,7 @@ def write_summary_md(
         lines += ["", f"## Over seeds, against {REFERENCE_VARIANT} (rliable)", ""]
         for variant in order[1:]:
             p, (low, high) = probability_of_improvement_ci(
-                np.array(list(by_seed[variant].values())),
+                scores[variant],
                 reference,
                 n_resamples=bootstrap.n_resamples,
                 confidence=bootstrap.confidence,

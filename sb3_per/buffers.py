@@ -884,12 +884,10 @@ class RewardPrioritizedReplayBuffer(PrioritizedReplayBuffer):
         self.reward_floor = float(reward_floor)
         super().__init__(*args, **kwargs)
         # Every priority is at least the floor's, so a floor the sum tree cannot hold would refuse every add
-        floor_priority = (self.reward_floor + self.epsilon) ** self.alpha
-        if not floor_priority <= self._largest_priority:
-            raise ValueError(
-                f"reward_floor={reward_floor!r} is too large: its priority {floor_priority} (raised to "
-                f"alpha={self.alpha!r}), which every transition would have at least, would overflow the sum tree"
-            )
+        try:
+            self._priorities_of(np.array([self.reward_floor]), "reward_floor")
+        except ValueError as error:
+            raise ValueError(f"reward_floor={reward_floor!r} is too large: {error}") from None
 
     def _entry_priorities(self, reward: np.ndarray) -> np.ndarray:
         """
