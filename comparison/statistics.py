@@ -333,6 +333,37 @@ def same_seed_comparison(reference: Mapping[int, float], compared: Mapping[int, 
     return SameSeedComparison(above=above, below=below, ties=len(shared) - above - below, p_value=float(p_value))
 
 
+def paired_mean_difference_ci(
+    reference: Mapping[int, float],
+    compared: Mapping[int, float],
+    *,
+    n_resamples: int = 2000,
+    confidence: float = 0.95,
+    rng: RngLike = 0,
+) -> tuple[float, tuple[float, float]]:
+    """
+    Mean over the seeds both hold of ``compared[seed] - reference[seed]``, with its percentile bootstrap CI (the
+    seeds resampled with their pairs): the paired counterpart of :func:`relative_difference_ci`'s absolute
+    difference, for runs of one seed that share their training env's seed.
+
+    :param reference: score per seed of the reference (e.g. uniform's mean return over its evaluations)
+    :param compared: score per seed of the compared sample
+    :param n_resamples: number of bootstrap resamples
+    :param confidence: coverage of the interval, in (0, 1)
+    :param rng: seed or generator (deterministic given a seed)
+    :return: ``(mean difference, (low, high))``
+    :raises ValueError: if the two share no seed
+    """
+    shared = sorted(set(reference) & set(compared))
+    if not shared:
+        raise ValueError(
+            f"reference and compared share no seed (reference: {sorted(reference)}, compared: {sorted(compared)})"
+        )
+    differences = _finite_1d([compared[seed] - reference[seed] for seed in shared], "score differences")
+    interval = bootstrap_ci(differences, np.mean, n_resamples=n_resamples, confidence=confidence, rng=rng)
+    return float(differences.mean()), interval
+
+
 def median_ratio_ci(
     a_values: Iterable[float] | np.ndarray,
     b_values: Iterable[float] | np.ndarray,

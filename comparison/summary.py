@@ -19,6 +19,7 @@ from comparison.statistics import (
     SameSeedComparison,
     keyed_generator,
     median_ratio_ci,
+    paired_mean_difference_ci,
     probability_of_improvement_ci,
     relative_difference_ci,
     same_seed_comparison,
@@ -28,8 +29,10 @@ from comparison.tables import (
     THRESHOLD_BASELINE,
     baseline_threshold,
     censored_steps_to_threshold,
+    curve_means,
     final_returns,
     final_telemetry,
+    shared_steps,
     summary_table,
     variant_order,
 )
@@ -123,15 +126,20 @@ def _steps_ratio_line(
     return f"{head}; ratio {ratio:.2f} [{low:.2f}, {high:.2f}] ({bootstrap.level} CI)."
 
 
-def _same_seed_line(variant: str, comparison: SameSeedComparison) -> str:
-    """The line counting the seeds on which a variant ends above and below the reference's run of that seed."""
-    head = f"- Same seed, {variant} vs {REFERENCE_VARIANT}, final return"
+def _same_seed_line(
+    variant: str, comparison: SameSeedComparison, figure: str = "final return", detail: str = ""
+) -> str:
+    """
+    The line counting the seeds on which a variant's ``figure`` is above and below the reference's run of that
+    seed, ``detail`` appended.
+    """
+    head = f"- Same seed, {variant} vs {REFERENCE_VARIANT}, {figure}"
     if not comparison.seeds:
         return f"{head}: no seed in common."
     ties = f", level on {comparison.ties}" if comparison.ties else ""
     return (
         f"{head}: below on {comparison.below}, above on {comparison.above}{ties} of {comparison.seeds} seeds; "
-        f"sign test p = {comparison.p_value:.3g}."
+        f"sign test p = {comparison.p_value:.3g}{detail}."
     )
 
 
@@ -200,10 +208,10 @@ def _few_seeds_warning(table: pd.DataFrame) -> list[str]:
     ]
 
 
-def final_returns_by_seed(final: pd.DataFrame) -> dict[str, dict[int, float]]:
+def returns_by_seed(final: pd.DataFrame) -> dict[str, dict[int, float]]:
     """
-    ``{variant: {seed: final return}}`` from :func:`final_returns`'s rows, each variant's seeds in the rows' order
-    (the order its bootstrap intervals resample).
+    ``{variant: {seed: mean_return}}`` from one row per run (:func:`final_returns`'s or :func:`curve_means`'s),
+    each variant's seeds in the rows' order (the order its bootstrap intervals resample).
 
     :raises ValueError: if two runs of one variant share a seed (their runs could not be told apart)
     """
@@ -215,6 +223,52 @@ def final_returns_by_seed(final: pd.DataFrame) -> dict[str, dict[int, float]]:
         variant: dict(zip(runs["seed"].astype(int), runs["mean_return"].astype(float), strict=True))
         for variant, runs in final.groupby("variant", sort=False)
     }
+
+
+def curve_gap_lines(
+    evals: pd.DataFrame,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    bootstrap: BootstrapSettings = DEFAULT_BOOTSTRAP,
+    rng: int = 0,
+) -> list[str]:
+    """
+    One line per non-reference variant: the mean over shared seeds of its runs' :func:`curve_means` minus the
+    reference's run of the same seed, with a paired bootstrap CI (:func:`paired_mean_difference_ci`), and on how
+    many seeds it is above and below (:func:`same_seed_comparison`).
+
+    :param evals: the evaluations (columns :data:`EVALUATION_COLUMNS`)
+    :param low: first env step counted (None: the first evaluation)
+    :param high: last env step counted (None: the last evaluation)
+    :param bootstrap: resamples and coverage of the intervals
+    :param rng: bootstrap seed (each variant's interval has its own generator, :func:`keyed_generator`)
+    :return: the Markdown lines; none without a reference variant
+    :raises ValueError: as :func:`shared_steps`
+    """
+    by_seed = returns_by_seed(curve_means(evals, low, high))
+    if REFERENCE_VARIANT not in by_seed:
+        return []
+    steps = shared_steps(evals, low, high)
+    counted = f"the {len(steps)} evaluations from {_steps(steps[0])} to" if len(steps) > 1 else "the evaluation at"
+    figure = f"mean return over {counted} {_steps(steps[-1])} env steps"
+    lines = []
+    for variant in variant_order(evals["variant"])[1:]:
+        shared = same_seed_comparison(by_seed[REFERENCE_VARIANT], by_seed[variant])
+        detail = ""
+        if shared.seeds:
+            gap, (gap_low, gap_high) = paired_mean_difference_ci(
+                by_seed[REFERENCE_VARIANT],
+                by_seed[variant],
+                n_resamples=bootstrap.n_resamples,
+                confidence=bootstrap.confidence,
+                rng=keyed_generator(rng, "curve_gap", variant),
+            )
+            detail = (
+                f"; difference {_signed(gap, 4)} [{_signed(gap_low, 4)}, {_signed(gap_high, 4)}] ({bootstrap.level} CI)"
+            )
+        lines.append(_same_seed_line(variant, shared, figure, detail))
+    return lines
 
 
 def write_summary_md(
@@ -258,7 +312,7 @@ def write_summary_md(
         rng=rng,
     )
     final = final_returns(evals)
-    by_seed = final_returns_by_seed(final)
+    by_seed = returns_by_seed(final)
     order = variant_order(evals["variant"])
     level = bootstrap.level
     threshold = baseline_threshold(baselines, threshold_baseline)
@@ -315,6 +369,7 @@ def write_summary_md(
             steps = censored_steps_to_threshold(evals, threshold)
             for variant in order[1:]:
                 lines.append(_steps_ratio_line(steps, variant, threshold_baseline, bootstrap, rng))
+        lines += curve_gap_lines(evals, bootstrap=bootstrap, rng=rng)
 
     if telemetry is not None and not telemetry.empty:
         lines += _telemetry_rows(telemetry)
@@ -352,6 +407,10 @@ def write_summary_md(
         f"{REFERENCE_VARIANT}'s; a seed that never reaches it is censored at its last evaluation step (so the ratio "
         "understates how much slower a variant whose seeds fail is); not reported when a "
         f"{REFERENCE_VARIANT} seed reaches it at step 0.",
+        "- Mean return over the evaluations: a run's mean return averaged over the evaluation steps that every run "
+        "of the report has (the area under its learning curve, per evaluation: how fast it learns, not where it ends); "
+        f"difference: its mean over the seeds both ran of the variant's run minus {REFERENCE_VARIANT}'s, CI a "
+        "bootstrap of those paired differences.",
         "- Baseline rows: one fixed policy each (no seeds); figures are over the evaluation episodes.",
         "",
         "## Provenance",

@@ -202,6 +202,48 @@ def final_returns(evals: pd.DataFrame) -> pd.DataFrame:
     return _sort_runs(evals.loc[last.to_numpy()], variant_order(evals["variant"]))
 
 
+def shared_steps(evals: pd.DataFrame, low: float | None = None, high: float | None = None) -> list[int]:
+    """
+    The env steps from ``low`` to ``high`` (inclusive; None: no bound) at which every run was evaluated, ascending.
+
+    :param evals: the evaluations (columns :data:`EVALUATION_COLUMNS`)
+    :param low: first env step (None: the first evaluation)
+    :param high: last env step (None: the last evaluation)
+    :raises ValueError: if ``low > high``, or no step in the range was evaluated by every run
+    """
+    if low is not None and high is not None and low > high:
+        raise ValueError(f"low must be <= high, got low={low}, high={high}")
+    check_columns(evals, ("run", "step"), "evaluations")
+    runs_per_step = evals.groupby("step")["run"].nunique()
+    steps = runs_per_step.index[runs_per_step == evals["run"].nunique()]
+    in_range = (steps >= (-math.inf if low is None else low)) & (steps <= (math.inf if high is None else high))
+    if not in_range.any():
+        raise ValueError(f"no step from low={low} to high={high} was evaluated by every run")
+    return sorted(int(step) for step in steps[in_range])
+
+
+def curve_means(evals: pd.DataFrame, low: float | None = None, high: float | None = None) -> pd.DataFrame:
+    """
+    Each run's mean return over the :func:`shared_steps` from ``low`` to ``high``, so that runs of different
+    lengths or evaluation schedules are averaged over the same points: the area under each learning curve per
+    evaluation, a measure of how fast a run learns rather than where it ends.
+
+    :param evals: the evaluations (columns :data:`EVALUATION_COLUMNS`)
+    :param low: first env step counted (None: the first evaluation)
+    :param high: last env step counted (None: the last evaluation)
+    :return: columns ``run``, ``variant``, ``seed``, ``mean_return``, one row per run, sorted by variant then seed
+    :raises ValueError: as :func:`shared_steps`
+    """
+    check_columns(evals, ("run", "variant", "seed", "step", "mean_return"), "evaluations")
+    window = evals.loc[evals["step"].isin(shared_steps(evals, low, high))]
+    table = (
+        window.groupby("run", sort=False)
+        .agg(variant=("variant", "first"), seed=("seed", "first"), mean_return=("mean_return", "mean"))
+        .reset_index()
+    )
+    return _sort_runs(table, variant_order(evals["variant"]))
+
+
 def steps_to_threshold(evals: pd.DataFrame, threshold: float) -> pd.DataFrame:
     """
     For each run, the first evaluation step whose ``mean_return`` is at least ``threshold``.

@@ -393,7 +393,8 @@ def test_an_interval_does_not_move_when_the_report_gains_a_variant(tmp_path: Pat
         ]
 
     alone = per_lines(evals, "alone.md")
-    assert len(alone) == 6  # two table rows, the difference, P(improvement), the same-seed count, the steps ratio
+    # two table rows, the difference, P(improvement), the same-seed count, the steps ratio, the curve gap
+    assert len(alone) == 7
     assert per_lines(pd.concat([extra, evals], ignore_index=True), "with_lap.md") == alone
 
 
