@@ -314,6 +314,14 @@ class SameSeedComparison:
         return self.above + self.below + self.ties
 
 
+def _paired_differences(reference: Mapping[int, float], compared: Mapping[int, float]) -> np.ndarray:
+    """``compared[seed] - reference[seed]`` over the seeds both hold, ascending by seed (empty if none is shared)."""
+    shared = sorted(set(reference) & set(compared))
+    if not shared:
+        return np.empty(0)
+    return _finite_1d([compared[seed] - reference[seed] for seed in shared], "score differences")
+
+
 def same_seed_comparison(reference: Mapping[int, float], compared: Mapping[int, float]) -> SameSeedComparison:
     """
     Compare two samples seed by seed, on the seeds both hold: meaningful where runs of one seed are paired
@@ -324,13 +332,12 @@ def same_seed_comparison(reference: Mapping[int, float], compared: Mapping[int, 
     :param compared: score per seed of the compared sample
     :return: the counts and the sign test's p-value
     """
-    shared = sorted(set(reference) & set(compared))
-    if not shared:
+    differences = _paired_differences(reference, compared)
+    if differences.size == 0:
         return SameSeedComparison(above=0, below=0, ties=0, p_value=1.0)
-    differences = _finite_1d([compared[seed] - reference[seed] for seed in shared], "score differences")
     above, below = int(np.sum(differences > 0)), int(np.sum(differences < 0))
     p_value = binomtest(above, above + below, 0.5).pvalue if above + below else 1.0
-    return SameSeedComparison(above=above, below=below, ties=len(shared) - above - below, p_value=float(p_value))
+    return SameSeedComparison(above=above, below=below, ties=differences.size - above - below, p_value=float(p_value))
 
 
 def paired_mean_difference_ci(
@@ -354,12 +361,11 @@ def paired_mean_difference_ci(
     :return: ``(mean difference, (low, high))``
     :raises ValueError: if the two share no seed
     """
-    shared = sorted(set(reference) & set(compared))
-    if not shared:
+    differences = _paired_differences(reference, compared)
+    if differences.size == 0:
         raise ValueError(
             f"reference and compared share no seed (reference: {sorted(reference)}, compared: {sorted(compared)})"
         )
-    differences = _finite_1d([compared[seed] - reference[seed] for seed in shared], "score differences")
     interval = bootstrap_ci(differences, np.mean, n_resamples=n_resamples, confidence=confidence, rng=rng)
     return float(differences.mean()), interval
 

@@ -208,20 +208,20 @@ def _few_seeds_warning(table: pd.DataFrame) -> list[str]:
     ]
 
 
-def returns_by_seed(final: pd.DataFrame) -> dict[str, dict[int, float]]:
+def returns_by_seed(runs: pd.DataFrame) -> dict[str, dict[int, float]]:
     """
     ``{variant: {seed: mean_return}}`` from one row per run (:func:`final_returns`'s or :func:`curve_means`'s),
     each variant's seeds in the rows' order (the order its bootstrap intervals resample).
 
     :raises ValueError: if two runs of one variant share a seed (their runs could not be told apart)
     """
-    repeated = final[final.duplicated(["variant", "seed"])]
+    repeated = runs[runs.duplicated(["variant", "seed"])]
     if not repeated.empty:
         variant, seed = repeated.iloc[0][["variant", "seed"]]
         raise ValueError(f"two runs of variant {variant!r} have seed {seed}: the report needs one run per seed")
     return {
-        variant: dict(zip(runs["seed"].astype(int), runs["mean_return"].astype(float), strict=True))
-        for variant, runs in final.groupby("variant", sort=False)
+        variant: dict(zip(rows["seed"].astype(int), rows["mean_return"].astype(float), strict=True))
+        for variant, rows in runs.groupby("variant", sort=False)
     }
 
 
@@ -246,10 +246,10 @@ def curve_gap_lines(
     :return: the Markdown lines; none without a reference variant
     :raises ValueError: as :func:`shared_steps`
     """
-    by_seed = returns_by_seed(curve_means(evals, low, high))
+    steps = shared_steps(evals, low, high)
+    by_seed = returns_by_seed(curve_means(evals, steps))
     if REFERENCE_VARIANT not in by_seed:
         return []
-    steps = shared_steps(evals, low, high)
     counted = f"the {len(steps)} evaluations from {_steps(steps[0])} to" if len(steps) > 1 else "the evaluation at"
     figure = f"mean return over {counted} {_steps(steps[-1])} env steps"
     lines = []

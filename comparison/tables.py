@@ -222,20 +222,19 @@ def shared_steps(evals: pd.DataFrame, low: float | None = None, high: float | No
     return sorted(int(step) for step in steps[in_range])
 
 
-def curve_means(evals: pd.DataFrame, low: float | None = None, high: float | None = None) -> pd.DataFrame:
+def curve_means(evals: pd.DataFrame, steps: Sequence[int]) -> pd.DataFrame:
     """
-    Each run's mean return over the :func:`shared_steps` from ``low`` to ``high``, so that runs of different
-    lengths or evaluation schedules are averaged over the same points: the area under each learning curve per
+    Each run's mean return over its evaluations at ``steps`` (say, :func:`shared_steps`, so that runs of different
+    lengths or evaluation schedules are averaged over the same points): the area under each learning curve per
     evaluation, a measure of how fast a run learns rather than where it ends.
 
     :param evals: the evaluations (columns :data:`EVALUATION_COLUMNS`)
-    :param low: first env step counted (None: the first evaluation)
-    :param high: last env step counted (None: the last evaluation)
-    :return: columns ``run``, ``variant``, ``seed``, ``mean_return``, one row per run, sorted by variant then seed
-    :raises ValueError: as :func:`shared_steps`
+    :param steps: the env steps counted
+    :return: columns ``run``, ``variant``, ``seed``, ``mean_return``, one row per run with an evaluation at one of
+        ``steps``, sorted by variant then seed
     """
     check_columns(evals, ("run", "variant", "seed", "step", "mean_return"), "evaluations")
-    window = evals.loc[evals["step"].isin(shared_steps(evals, low, high))]
+    window = evals.loc[evals["step"].isin(steps)]
     table = (
         window.groupby("run", sort=False)
         .agg(variant=("variant", "first"), seed=("seed", "first"), mean_return=("mean_return", "mean"))

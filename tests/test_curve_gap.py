@@ -66,7 +66,7 @@ def test_shared_steps_reject_an_empty_or_reversed_window(low: int, high: int, me
 
 def test_curve_means_average_each_run_over_the_shared_steps() -> None:
     evals = _curves({("uniform", 0): [0.0, 1.0, 2.0, 30.0], ("per", 0): [0.0, 2.0, 4.0]})
-    means = curve_means(evals, low=5_000).set_index("run")["mean_return"]
+    means = curve_means(evals, shared_steps(evals, low=5_000)).set_index("run")["mean_return"]
     assert means.to_dict() == {"uniform_s0": pytest.approx(1.5), "per_s0": pytest.approx(3.0)}
 
 
