@@ -34,72 +34,50 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import configure
 
 import envs  # noqa: F401  (registers PairsTrading-v0)
+from comparison.ablation_buffers import RewardPrioritizedReplayBuffer, TagWeightedReplayBuffer, check_reward_floor
 from comparison.schema import CONFIG_FILE, EVALUATIONS_FILE, METRIC_COLUMNS, MODEL_FILE, TELEMETRY_FILE
-from comparison.telemetry import logged_telemetry, telemetry_table
+from comparison.telemetry import telemetry_rows, telemetry_table
 from envs import SUMMARY_KEYS, FlatPolicy, ZScorePolicy
 from envs.regime_model import N_REGIMES
-from sb3_per import SAC, PrioritizedBufferMixin, PrioritizedReplayBuffer, TaggedReplayBuffer
-from sb3_per.buffers import (
-    RewardPrioritizedReplayBuffer,
-    check_per_parameters,
-    check_priority_half_life,
-    check_reward_floor,
-)
-from sb3_per.per_algorithm import LAP_PRIORITY_MODES, check_per_mode
-from sb3_per.replay_tags import TagWeightedReplayBuffer, is_sampling_weight
+from sb3_per import LA3P, LAP, PAL, PER, SAC, PrioritizedBufferMixin, PrioritizedReplayBuffer, TaggedReplayBuffer
+from sb3_per.buffers import check_per_parameters
+from sb3_per.checks import is_sampling_weight
+from sb3_per.fading import check_priority_half_life
+from sb3_per.schemes import ReplayScheme
 
 DEFAULT_ENV_ID = "envs:PairsTrading-v0"
 #: The ``info`` key every run's replay buffer tags its transitions by (the env's hidden regime).
 TAG_KEY = "regime"
 
 
+def _no_scheme(config: RunConfig) -> ReplayScheme | None:
+    """No replay scheme of the variant's own: sb3_per's default (PER on a prioritized or tagged buffer)."""
+    return None
+
+
+def _no_buffer_options(config: RunConfig) -> dict[str, Any]:
+    return {}
+
+
 @dataclass(frozen=True)
 class ReplayVariant:
     """
-    How one variant of the comparison replays (its exponents and betas live in ``RunConfig``).
-
-    The twin critics' TD errors are combined as ``sb3_per`` does by default: the max for LAP, PAL and LA3P (their
-    authors' choice), the mean for PER.
+    How one variant of the comparison replays: its buffer, its replay scheme, and the ``RunConfig`` fields they use.
 
     :param buffer_class: the replay buffer class
-    :param per_mode: ``sb3_per.SAC``'s ``per_mode``: ``"per"`` (IS-weighted loss), ``"lap"``, ``"pal"`` or ``"la3p"``
-    :param prioritization: the prioritized buffer's ``prioritization``: ``"proportional"`` or ``"rank"``
-    :param inverse_sampling: the prioritized buffer also samples in proportion to ``1 / priority`` (LA3P's actor)
-    :param faded: the prioritized buffer's priorities fade with age, with half-life ``RunConfig.half_life``
-    :param importance_weights: the ``per_mode="per"`` loss weights each sample by its importance-sampling weight
-        (False: beta is 0 throughout, every weight 1)
-    :param uniform_actor_batch: ``sb3_per.SAC``'s ``uniform_actor_batch``: the actor and entropy steps train on a
-        uniform batch of their own, the critic on the prioritized one
-    :param floored_rewards: the reward-prioritized buffer counts every |reward| below ``RunConfig.reward_floor`` as
-        the floor
+    :param fields: the ``REPLAY_FIELDS`` of ``RunConfig`` that the variant's runs depend on
+    :param scheme: the ``sb3_per.SAC`` ``replay_scheme`` of a run, from its config
+    :param buffer_options: what the variant sets in a prioritized buffer's ``replay_buffer_kwargs`` beyond PER's
+        (``RunConfig.replay_kwargs``), from a run's config
     """
 
     buffer_class: type[ReplayBuffer]
-    per_mode: str = "per"
-    prioritization: str = "proportional"
-    inverse_sampling: bool = False
-    faded: bool = False
-    importance_weights: bool = True
-    uniform_actor_batch: bool = False
-    floored_rewards: bool = False
-
-    @property
-    def replay_fields(self) -> frozenset[str]:
-        """The ``REPLAY_FIELDS`` of ``RunConfig`` that this variant's runs depend on."""
-        if issubclass(self.buffer_class, TagWeightedReplayBuffer):
-            return frozenset({"regime_weights"})
-        if not issubclass(self.buffer_class, PrioritizedBufferMixin):
-            return frozenset({"lap_alpha", "lap_min_priority"} if self.per_mode == "pal" else ())
-        if self.per_mode in LAP_PRIORITY_MODES:
-            la3p = {"la3p_fraction"} if self.per_mode == "la3p" else set()
-            return frozenset({"lap_alpha", "lap_min_priority", "epsilon", *la3p})
-        betas = {"beta_start", "beta_end"} if self.importance_weights else set()
-        fade = {"half_life"} if self.faded else set()
-        floor = {"reward_floor"} if self.floored_rewards else set()
-        return frozenset({"alpha", "epsilon", *betas, *fade, *floor})
+    fields: frozenset[str] = frozenset()
+    scheme: Callable[[RunConfig], ReplayScheme | None] = _no_scheme
+    buffer_options: Callable[[RunConfig], dict[str, Any]] = _no_buffer_options
 
 
-# The RunConfig fields that only some variants use (see ``ReplayVariant.replay_fields``).
+# The RunConfig fields that only some variants use (see ``ReplayVariant.fields``).
 REPLAY_FIELDS = frozenset(
     {
         "alpha",
@@ -114,6 +92,14 @@ REPLAY_FIELDS = frozenset(
         "reward_floor",
     }
 )
+# What PER's priorities and IS weights use, and what LAP's priorities use
+PER_FIELDS = frozenset({"alpha", "epsilon", "beta_start", "beta_end"})
+LAP_FIELDS = frozenset({"lap_alpha", "lap_min_priority", "epsilon"})
+
+
+def _lap_buffer(config: RunConfig) -> dict[str, Any]:
+    """LAP's priority exponent (0.4 in the paper), not PER's."""
+    return {"alpha": config.lap_alpha}
 
 
 # Replay variants by name.
@@ -121,28 +107,56 @@ VARIANTS: dict[str, ReplayVariant] = {
     # SB3's uniform replay (TaggedReplayBuffer: the same samples, plus their tags)
     "uniform": ReplayVariant(TaggedReplayBuffer),
     # Schaul et al. 2016, proportional: P(i) ~ p_i ** alpha, IS-weighted critic loss
-    "per": ReplayVariant(PrioritizedReplayBuffer),
+    "per": ReplayVariant(PrioritizedReplayBuffer, PER_FIELDS),
     # Schaul et al. 2016, rank-based: P(i) ~ (1 / rank(i)) ** alpha, IS-weighted critic loss
-    "rank": ReplayVariant(PrioritizedReplayBuffer, prioritization="rank"),
-    # Fujimoto et al. 2020: P(i) ~ max(|d_i|, 1) ** alpha, unweighted Huber loss
-    "lap": ReplayVariant(PrioritizedReplayBuffer, per_mode="lap"),
+    "rank": ReplayVariant(PrioritizedReplayBuffer, PER_FIELDS, buffer_options=lambda c: {"prioritization": "rank"}),
+    # Fujimoto et al. 2020: P(i) ~ max(|d_i|, kappa) ** alpha, unweighted Huber loss
+    "lap": ReplayVariant(
+        PrioritizedReplayBuffer,
+        LAP_FIELDS,
+        scheme=lambda c: LAP(min_priority=c.lap_min_priority),
+        buffer_options=_lap_buffer,
+    ),
     # Fujimoto et al. 2020: uniform replay with the loss whose expected gradient is LAP's
-    "pal": ReplayVariant(TaggedReplayBuffer, per_mode="pal"),
+    "pal": ReplayVariant(
+        TaggedReplayBuffer,
+        frozenset({"lap_alpha", "lap_min_priority"}),
+        scheme=lambda c: PAL(alpha=c.lap_alpha, min_priority=c.lap_min_priority),
+    ),
     # Saglam et al. 2023: critic on uniform (PAL loss) + LAP-prioritized parts, actor on uniform + 1/p parts
-    "la3p": ReplayVariant(PrioritizedReplayBuffer, per_mode="la3p", inverse_sampling=True),
+    "la3p": ReplayVariant(
+        PrioritizedReplayBuffer,
+        LAP_FIELDS | {"la3p_fraction"},
+        scheme=lambda c: LA3P(fraction=c.la3p_fraction, pal_alpha=c.lap_alpha, min_priority=c.lap_min_priority),
+        buffer_options=lambda c: {**_lap_buffer(c), "inverse_sampling": True},
+    ),
     # Proportional PER whose priorities fade: p_i * 2 ** (-age_i / half_life), age in env steps since written
-    "faded": ReplayVariant(PrioritizedReplayBuffer, faded=True),
+    "faded": ReplayVariant(
+        PrioritizedReplayBuffer,
+        PER_FIELDS | {"half_life"},
+        buffer_options=lambda c: {"priority_half_life": c.half_life},
+    ),
     # Ablations of PER (not in the presets: they answer why PER does as it does on this env)
     # PER's sampling, SB3's unweighted loss: beta 0 throughout
-    "per_no_is": ReplayVariant(PrioritizedReplayBuffer, importance_weights=False),
+    "per_no_is": ReplayVariant(
+        PrioritizedReplayBuffer,
+        frozenset({"alpha", "epsilon"}),
+        buffer_options=lambda c: {"beta_start": 0.0, "beta_end": 0.0},
+    ),
     # No TD priorities: each regime sampled in proportion to RunConfig.regime_weights, uniformly within it
-    "regime_weighted": ReplayVariant(TagWeightedReplayBuffer),
+    "regime_weighted": ReplayVariant(TagWeightedReplayBuffer, frozenset({"regime_weights"})),
     # PER for the critic only: its batch, IS-weighted loss and priorities as PER's; the actor's batch uniform
-    "per_critic_only": ReplayVariant(PrioritizedReplayBuffer, uniform_actor_batch=True),
+    "per_critic_only": ReplayVariant(
+        PrioritizedReplayBuffer, PER_FIELDS, scheme=lambda c: PER(uniform_actor_batch=True)
+    ),
     # PER's sampling and IS weights with priorities (|reward| + epsilon) ** alpha, set at write, no TD errors
-    "per_reward_priority": ReplayVariant(RewardPrioritizedReplayBuffer),
+    "per_reward_priority": ReplayVariant(RewardPrioritizedReplayBuffer, PER_FIELDS),
     # per_reward_priority with every |reward| below RunConfig.reward_floor counted as the floor
-    "per_reward_floor": ReplayVariant(RewardPrioritizedReplayBuffer, floored_rewards=True),
+    "per_reward_floor": ReplayVariant(
+        RewardPrioritizedReplayBuffer,
+        PER_FIELDS | {"reward_floor"},
+        buffer_options=lambda c: {"reward_floor": c.reward_floor},
+    ),
 }
 
 
@@ -250,15 +264,11 @@ class RunConfig:
         _check_ent_coef(self.ent_coef)
         check_per_parameters(self.alpha, self.beta_start, self.beta_end, epsilon=self.epsilon)
         check_per_parameters(self.lap_alpha, self.beta_start, self.beta_end, epsilon=self.epsilon)
-        check_per_mode(
-            VARIANTS[self.variant].per_mode,
-            self.lap_alpha,
-            lap_min_priority=self.lap_min_priority,
-            la3p_fraction=self.la3p_fraction,
-        )
-        if VARIANTS[self.variant].faded:  # the only variant that uses it (see `canonical`)
+        variant = VARIANTS[self.variant]
+        variant.scheme(self)  # its parameters checked by the scheme's constructor
+        if "half_life" in variant.fields:  # only the variants that use it (see `canonical`)
             check_priority_half_life(self.half_life, self.buffer_size)
-        if VARIANTS[self.variant].floored_rewards:
+        if "reward_floor" in variant.fields:
             check_reward_floor(self.reward_floor)
         if not _are_regime_weights(self.regime_weights):
             raise ValueError(f"regime_weights must be {N_REGIMES} finite weights > 0, got {self.regime_weights!r}")
@@ -271,7 +281,7 @@ class RunConfig:
         thing then have equal configs, so a comparison resumed with another setting of such a field (say
         ``half_life``) keeps the finished runs of the variants that ignore it.
         """
-        unused = REPLAY_FIELDS - VARIANTS[self.variant].replay_fields
+        unused = REPLAY_FIELDS - VARIANTS[self.variant].fields
         defaults: dict[str, Any] = {
             field.name: field.default for field in dataclasses.fields(self) if field.name in unused
         }
@@ -311,25 +321,22 @@ class RunConfig:
     def replay_kwargs(self) -> dict[str, Any]:
         """
         ``replay_buffer_kwargs`` of the variant: the tag key (a plain SB3 ``ReplayBuffer`` has none), and a
-        prioritized buffer's parameters, beta annealed over this run.
+        prioritized buffer's parameters, beta annealed over this run, with what the variant sets.
         """
         variant = VARIANTS[self.variant]
         if issubclass(variant.buffer_class, TagWeightedReplayBuffer):
             return dict(tag_key=TAG_KEY, tag_weights=dict(enumerate(self.regime_weights)))
         if not issubclass(variant.buffer_class, PrioritizedBufferMixin):
             return dict(tag_key=TAG_KEY) if issubclass(variant.buffer_class, TaggedReplayBuffer) else {}
-        return dict(
-            alpha=self.lap_alpha if variant.per_mode in LAP_PRIORITY_MODES else self.alpha,
-            beta_start=self.beta_start if variant.importance_weights else 0.0,
-            beta_end=self.beta_end if variant.importance_weights else 0.0,
+        per_kwargs = dict(
+            alpha=self.alpha,
+            beta_start=self.beta_start,
+            beta_end=self.beta_end,
             beta_anneal_steps="auto",
             epsilon=self.epsilon,
-            prioritization=variant.prioritization,
-            inverse_sampling=variant.inverse_sampling,
-            priority_half_life=self.half_life if variant.faded else None,
             tag_key=TAG_KEY,
-            **({"reward_floor": self.reward_floor} if variant.floored_rewards else {}),
         )
+        return {**per_kwargs, **variant.buffer_options(self)}
 
 
 def _are_regime_weights(weights: Any) -> bool:
@@ -370,12 +377,7 @@ def make_model(config: RunConfig, env: Any) -> SAC:
         ent_coef=config.ent_coef,
         replay_buffer_class=VARIANTS[config.variant].buffer_class,
         replay_buffer_kwargs=config.replay_kwargs(),
-        per_mode=VARIANTS[config.variant].per_mode,
-        pal_alpha=config.lap_alpha,
-        lap_min_priority=config.lap_min_priority,
-        la3p_fraction=config.la3p_fraction,
-        la3p_budget="matched",
-        uniform_actor_batch=VARIANTS[config.variant].uniform_actor_batch,
+        replay_scheme=VARIANTS[config.variant].scheme(config),
         policy_kwargs=dict(net_arch=list(config.net_arch)),
         seed=config.seed,
         device="cpu",
@@ -460,14 +462,16 @@ class PeriodicEvaluation(BaseCallback):
         return list(buffer.tag_buffer_shares()) if getattr(buffer, "tagged", False) else []
 
     def _evaluate(self) -> None:
-        # Read before this evaluation's dump clears the logger's values.
-        self.telemetry_rows += logged_telemetry(self.logger.name_to_value, self.num_timesteps, self._stored_tags())
+        # Read before this evaluation's dump, which clears them with the logger's values.
+        model: Any = self.model
+        self.telemetry_rows += telemetry_rows(model.replay_telemetry, self.num_timesteps, self._stored_tags())
         metrics = evaluate(self.model, self.eval_envs, self.seeds)
         self.rows.append({"step": self.num_timesteps, **metrics})
         for key in ("mean_return", "sharpe", "max_drawdown"):
             self.logger.record(f"eval/{key}", metrics[key])
         # Written now, at this step: SB3 itself dumps only every few episodes.
         self.logger.dump(self.num_timesteps)
+        model.replay_telemetry.clear()
         self._next_eval = self.num_timesteps + self.eval_freq
 
     def _on_training_start(self) -> None:

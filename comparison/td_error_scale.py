@@ -44,20 +44,22 @@ def record_critic_batches(model: Any) -> list[CriticBatchRecord]:
     critics as the variant combines them), rewards, regimes and indices.
     """
     records: list[CriticBatchRecord] = []
-    after_critic_step = model._after_critic_step
+    write_back = model._write_back
 
-    def record(buffer: Any, batch: Any, td_errors: Any, call_record: Any) -> None:
+    def record(scheme: Any, batches: Any, step: Any) -> Any:
+        td_errors = write_back(scheme, batches, step)
+        batch = step.batch
         records.append(
             CriticBatchRecord(
                 abs_td_errors=td_errors.detach().cpu().numpy().copy(),
                 rewards=batch.rewards.detach().cpu().numpy().reshape(-1).copy(),
-                regimes=buffer.tags_at(batch.indices),
+                regimes=batches.buffer.tags_at(batch.indices),
                 indices=np.array(batch.indices, copy=True),
             )
         )
-        after_critic_step(buffer, batch, td_errors, call_record)
+        return td_errors
 
-    model._after_critic_step = record
+    model._write_back = record
     return records
 
 

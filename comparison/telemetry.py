@@ -1,38 +1,37 @@
 """
-A run's replay telemetry, as the rows of its ``telemetry.csv``: what ``sb3_per``'s algorithms logged per tag
-(``sb3_per.telemetry``), read from the model's logger at each evaluation, before the evaluation dumps it.
+A run's replay telemetry, as the rows of its ``telemetry.csv``: the figures ``sb3_per``'s algorithms keep per tag
+(``sb3_per.telemetry``), read from the model's ``replay_telemetry`` at each evaluation, before the evaluation dumps
+the logs.
 
-Shares and the IS effective sample size are the logger's values at that moment: the buffer and priority shares as
-of the last training call, the sample shares, TD errors and ``is_ess`` as means over the training calls since the
-logger's previous dump (an evaluation's, or SB3's own every few episodes).
+They are the logger's values at that moment: the buffer and priority shares as of the last training call, the sample
+shares, TD errors and ``is_ess`` as means over the training calls since the previous dump (an evaluation's, or SB3's
+own every few episodes).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 
 import pandas as pd
 
 from comparison.schema import TELEMETRY_COLUMNS, TELEMETRY_STATS
-from sb3_per.telemetry import IS_ESS_KEY, telemetry_key
+from sb3_per.telemetry import ReplayTelemetry
 
 
-def logged_telemetry(values: Mapping[str, float], step: int, tags: Iterable[int]) -> list[dict[str, float]]:
+def telemetry_rows(telemetry: ReplayTelemetry, step: int, tags: Iterable[int]) -> list[dict[str, float]]:
     """
-    :param values: the logger's recorded values (``logger.name_to_value``)
+    :param telemetry: the model's ``replay_telemetry``
     :param step: the env step of the evaluation
     :param tags: the tags stored in the replay buffer
-    :return: one row per tag: ``step``, ``tag``, each of ``TELEMETRY_STATS`` and ``is_ess`` (NaN where not logged:
-        before training starts, a priority share of a uniform buffer, ``is_ess`` where no IS weights are used)
+    :return: one row per tag: ``step``, ``tag``, each of ``TELEMETRY_STATS`` and ``is_ess`` (NaN where none was
+        given: before training starts, a priority share of a uniform buffer, ``is_ess`` where no IS weights are used)
     """
-    is_ess = float(values.get(IS_ESS_KEY, math.nan))
     return [
         {
             "step": step,
             "tag": tag,
-            **{stat: float(values.get(telemetry_key(tag, stat), math.nan)) for stat in TELEMETRY_STATS},
-            "is_ess": is_ess,
+            **{stat: telemetry.value(tag, stat) for stat in TELEMETRY_STATS},
+            "is_ess": telemetry.is_ess,
         }
         for tag in sorted(tags)
     ]
@@ -40,7 +39,7 @@ def logged_telemetry(values: Mapping[str, float], step: int, tags: Iterable[int]
 
 def telemetry_table(rows: Sequence[Mapping[str, float]], steps: Sequence[int], variant: str, seed: int) -> pd.DataFrame:
     """
-    :param rows: the rows of ``logged_telemetry`` of every evaluation
+    :param rows: the rows of ``telemetry_rows`` of every evaluation
     :param steps: every evaluation's step (also those that had no tag stored yet)
     :param variant: the run's variant
     :param seed: the run's seed

@@ -1,23 +1,24 @@
 """Prioritized Experience Replay for Stable-Baselines3."""
 
-from sb3_per.buffers import (
-    PrioritizedBufferMixin,
-    PrioritizedDictReplayBuffer,
-    PrioritizedDictReplayBufferSamples,
-    PrioritizedReplayBuffer,
-    PrioritizedReplayBufferSamples,
-)
+from sb3_per.buffers import PrioritizedBufferMixin, PrioritizedDictReplayBuffer, PrioritizedReplayBuffer
 from sb3_per.ddpg import DDPG
 from sb3_per.dqn import DQN
 from sb3_per.per_algorithm import PrioritizedReplayMixin
 from sb3_per.replay_tags import TaggedReplayBuffer, TaggedReplayBufferSamples
 from sb3_per.sac import SAC
+from sb3_per.samples import PrioritizedDictReplayBufferSamples, PrioritizedReplayBufferSamples
+from sb3_per.schemes import LA3P, LAP, PAL, PER, ReplayScheme
 from sb3_per.sum_tree import SumTree
 from sb3_per.td3 import TD3
+from sb3_per.telemetry import ReplayTelemetry
 
 __all__ = [
     "DDPG",
     "DQN",
+    "LA3P",
+    "LAP",
+    "PAL",
+    "PER",
     "SAC",
     "TD3",
     "PrioritizedBufferMixin",
@@ -26,6 +27,8 @@ __all__ = [
     "PrioritizedReplayBuffer",
     "PrioritizedReplayBufferSamples",
     "PrioritizedReplayMixin",
+    "ReplayScheme",
+    "ReplayTelemetry",
     "SumTree",
     "TaggedReplayBuffer",
     "TaggedReplayBufferSamples",

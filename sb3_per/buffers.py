@@ -1,11 +1,25 @@
-"""Prioritized experience replay (Schaul et al. 2016: proportional and rank-based) behind SB3's replay buffers."""
+"""
+Prioritized experience replay (Schaul et al. 2016: proportional and rank-based) behind SB3's replay buffers.
+
+The buffer is put together from parts, each in its own module, each declaring what it cannot be combined with:
+
+- ``sb3_per.samples``: what ``sample`` returns;
+- ``sb3_per.priority_index``: the structures sampled from (the sum tree, which also stores every priority; the rank
+  heap; the inverse tree);
+- ``sb3_per.fading``: the clock of recency-faded priorities;
+- ``sb3_per.replay_tags``: integer tags on stored transitions, and the priority mass of each tag;
+- ``sb3_per.n_step``: n-step returns of sampled transitions.
+
+``PrioritizedBufferMixin`` holds what is left: adding at the entry priority, sampling with importance-sampling
+weights, and writing priorities back.
+"""
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from numbers import Integral, Real
-from typing import Any, NamedTuple
+from numbers import Integral
+from typing import Any
 
 import numpy as np
 import torch as th
@@ -14,60 +28,27 @@ from stable_baselines3.common.buffers import DictReplayBuffer, ReplayBuffer
 from stable_baselines3.common.type_aliases import TensorDict
 from stable_baselines3.common.vec_env import VecNormalize
 
-from sb3_per.rank_heap import RankHeap
-from sb3_per.replay_tags import ReplayTagsMixin, checked_stored_leaves, is_finite_number
+from sb3_per.checks import checked_bool, checked_choice, checked_number
+from sb3_per.fading import FadingClock, check_priority_half_life
+from sb3_per.n_step import check_n_step_parameters, n_step_targets
+from sb3_per.priority_index import (
+    BufferOptions,
+    InverseIndex,
+    PriorityIndex,
+    ProportionalIndex,
+    RankIndex,
+    stratified_tree_leaves,
+)
+from sb3_per.replay_tags import ReplayTagsMixin, TagPriorityMass, checked_stored_leaves
+from sb3_per.samples import PrioritizedDictReplayBufferSamples, PrioritizedReplayBufferSamples
 from sb3_per.sum_tree import SumTree
 
 WEIGHT_NORMALIZATIONS = ("buffer", "batch")
 PRIORITIZATIONS = ("proportional", "rank")
 INTEGER_KINDS, REAL_KINDS = "iu", "iuf"  # numpy dtype kinds accepted for indices and stamps, and for TD errors
 KIND_NAMES = {INTEGER_KINDS: "integers", REAL_KINDS: "real numbers (integer or float, not bool or complex)"}
-# Faded priorities are stored as p_i * 2 ** (t_i / h - offset). The tree is rescaled (offset raised) once the
-# newest entries are this many doublings above the offset, which bounds stored values at p * 2 ** 64 ...
-FADE_RESCALE_DOUBLINGS = 64
-# ... and a transition cannot fade more than buffer_size / h doublings before it is overwritten: at most this
-# many, so that stored values (and their reciprocals in the inverse tree) stay far inside float64's range.
-MAX_FADE_DOUBLINGS = 512
-
-
-class PrioritizedReplayBufferSamples(NamedTuple):
-    """
-    ``ReplayBufferSamples`` (same fields, same order, so unmodified SB3 code keeps working)
-    plus what prioritized replay adds.
-
-    :param weights: importance-sampling weights, float32 tensor of shape (batch_size, 1)
-    :param indices: flat leaf indices (``pos * n_envs + env``) of the sampled transitions,
-        to hand back to ``PrioritizedReplayBuffer.update_priorities``
-    :param stamps: int64 write stamp of each sampled leaf when it was sampled (how many times ``add``
-        had written it), to hand back with ``indices`` so that updates for overwritten data are skipped
-    """
-
-    observations: th.Tensor
-    actions: th.Tensor
-    next_observations: th.Tensor
-    dones: th.Tensor
-    rewards: th.Tensor
-    discounts: th.Tensor | None
-    weights: th.Tensor
-    indices: np.ndarray
-    stamps: np.ndarray
-
-
-class PrioritizedDictReplayBufferSamples(NamedTuple):
-    """
-    ``DictReplayBufferSamples`` (same fields, same order) plus ``weights``, ``indices`` and ``stamps``, as in
-    ``PrioritizedReplayBufferSamples``.
-    """
-
-    observations: TensorDict
-    actions: th.Tensor
-    next_observations: TensorDict
-    dones: th.Tensor
-    rewards: th.Tensor
-    discounts: th.Tensor | None
-    weights: th.Tensor
-    indices: np.ndarray
-    stamps: np.ndarray
+# The smallest importance weight that float32 can hold: below it, a weight is 0 and its sample trains nothing.
+_SMALLEST_FLOAT32_WEIGHT = float(np.finfo(np.float32).smallest_subnormal)
 
 
 class PrioritizedBufferMixin(ReplayTagsMixin):
@@ -80,8 +61,8 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
     Each stored transition is a leaf ``pos * n_envs + env``, so every env's data is sampled when
     ``n_envs > 1``. See ``PrioritizedReplayBuffer`` for the behaviour and the parameters.
 
-    With a ``tag_key``, the priority mass of each tag is kept in a small array adjusted by the same writes
-    that update the tree (O(batch) per write), and summed afresh from the leaves when the buffer is unpickled.
+    Subclasses may change what a transition enters with (``_entry_priorities``) and whether priorities follow the
+    TD errors (``priorities_follow_td_errors``, with an ``update_priorities`` of their own).
     """
 
     # `sample` calls without any `update_priorities` before the buffer warns that priorities are stale
@@ -128,33 +109,25 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
     ) -> None:
         """Check and keep the prioritization parameters (after SB3's constructor made the storage)."""
         check_per_parameters(alpha, beta_start, beta_end, beta_anneal_steps, epsilon, weight_normalization)
-        if prioritization not in PRIORITIZATIONS:
-            raise ValueError(f"prioritization must be one of {PRIORITIZATIONS}, got {prioritization!r}")
-        if prioritization == "rank" and self.optimize_memory_usage:
-            raise ValueError(
-                "prioritization='rank' does not support optimize_memory_usage=True: every stored transition has a "
-                "rank, so the one whose next observation was overwritten could be sampled"
-            )
-        if not isinstance(inverse_sampling, (bool, np.bool_)):
-            raise ValueError(f"inverse_sampling must be a bool, got {inverse_sampling!r}")
-        if inverse_sampling and prioritization == "rank":
-            raise ValueError(
-                "inverse_sampling=True needs prioritization='proportional': inverse sampling is in proportion to "
-                "1 / priority, which rank-based prioritization does not sample by"
-            )
-        self.inverse_sampling = bool(inverse_sampling)
+        checked_choice("prioritization", prioritization, PRIORITIZATIONS)
+        inverse_sampling = checked_bool("inverse_sampling", inverse_sampling)
         check_priority_half_life(priority_half_life, self.buffer_size)
-        fade = 0.0 if priority_half_life is None else self.buffer_size / priority_half_life
-        if inverse_sampling and not np.isfinite(self.buffer_size * self.n_envs * 2.0**fade / epsilon**alpha):
-            raise ValueError(
-                f"epsilon ** alpha = {epsilon**alpha!r} is so small that the inverse tree's total, over 1 / priority, "
-                "could overflow float64: raise epsilon"
-            )
-        if priority_half_life is not None and prioritization == "rank":
-            raise ValueError(
-                f"priority_half_life={priority_half_life!r} needs prioritization='proportional': fading every "
-                "priority changes no rank, and rank-based sampling does not fade"
-            )
+        options = BufferOptions(
+            prioritization=prioritization,
+            alpha=float(alpha),
+            epsilon=float(epsilon),
+            optimize_memory_usage=self.optimize_memory_usage,
+            n_steps=int(n_steps),
+            inverse_sampling=inverse_sampling,
+            priority_half_life=priority_half_life,
+            fade_doublings=0.0 if priority_half_life is None else self.buffer_size / priority_half_life,
+            n_leaves=self.buffer_size * self.n_envs,
+        )
+        for part in self._index_classes(options):
+            part.check_options(options)
+        if priority_half_life is not None:
+            check_fading_weights(options, weight_normalization, max(beta_start, beta_end))
+        self.inverse_sampling = inverse_sampling
         self.priority_half_life = None if priority_half_life is None else float(priority_half_life)
         self.alpha = float(alpha)
         self.beta_start = float(beta_start)
@@ -170,26 +143,37 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
         self._init_tags(tag_key)
         self._init_priorities()
 
+    @staticmethod
+    def _index_classes(options: BufferOptions) -> list[type[PriorityIndex]]:
+        """The priority indices a buffer made with ``options`` keeps: the store, and those that sample besides it."""
+        classes: list[type[PriorityIndex]] = [ProportionalIndex]
+        if options.prioritization == "rank":
+            classes.append(RankIndex)
+        if options.inverse_sampling:
+            classes.append(InverseIndex)
+        return classes
+
     def _init_priorities(self) -> None:
         n_leaves = self.buffer_size * self.n_envs
-        # Every priority (raised to alpha) is kept in the sum tree: proportional sampling descends it, and it
-        # gives the mean, minimum and any leaf's priority in O(1) for both kinds of prioritization.
-        self.tree = SumTree(n_leaves)
+        # Every priority (raised to alpha, faded scale) is kept in the sum tree: proportional sampling descends it,
+        # and it gives the mean, minimum and any leaf's priority in O(1) for every kind of prioritization.
+        self.store = ProportionalIndex(n_leaves)
         # Rank-based prioritization orders the leaves by priority in a heap and samples by rank.
-        self.ranks = RankHeap(n_leaves, self.alpha) if self.prioritization == "rank" else None
-        # Inverse sampling (LA3P's actor batches) descends a second sum tree, over 1 / priority, written with
-        # the same leaves as the first on every write, so that it is never stale.
-        self.inverse_tree = SumTree(n_leaves) if self.inverse_sampling else None
+        self.rank_index = RankIndex(n_leaves, self.alpha) if self.prioritization == "rank" else None
+        # Inverse sampling (LA3P's actor batches) descends a second sum tree, over 1 / priority.
+        self.inverse_index = InverseIndex(n_leaves) if self.inverse_sampling else None
+        # What `sample` draws from, and the indices written beside the store on every write, so none is stale.
+        self._sampling_index: PriorityIndex = self.rank_index or self.store
+        self._followers: tuple[PriorityIndex, ...] = tuple(
+            index for index in (self.rank_index, self.inverse_index) if index is not None
+        )
+        self.fading = None if self.priority_half_life is None else FadingClock(self.priority_half_life)
         # Largest priority given so far (already raised to alpha): what new transitions enter with.
         self.max_priority = 1.0
         # How far above a written priority the tree's total can get: every leaf at it, each scaled up by the
-        # largest fade exponent a write can see (the rescale bound, plus one add's step).
-        fade = 0.0 if self.priority_half_life is None else FADE_RESCALE_DOUBLINGS + 1.0 / self.priority_half_life
-        self._priority_headroom = n_leaves * 2.0**fade
-        self._largest_priority = np.finfo(np.float64).max / self._priority_headroom
-        # Fading clock: `add` calls so far, and the doublings taken out of the stored priorities by rescales.
-        self.n_add_calls = 0
-        self._fade_offset = 0
+        # largest fade exponent a write can see.
+        largest_exponent = 0.0 if self.fading is None else self.fading.largest_exponent
+        self._largest_priority = np.finfo(np.float64).max / (n_leaves * 2.0**largest_exponent)
         # Per-leaf write counter, and its value when the leaf was last sampled (-1: not since created),
         # to skip updates for transitions overwritten after they were sampled.
         self._write_count = np.zeros(n_leaves, dtype=np.int64)
@@ -197,8 +181,13 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
         self.n_sample_calls = 0
         self.n_priority_updates = 0
         self._warned_no_updates = False
-        # Priority mass (as stored in the tree) of each tag slot, see ReplayTagsMixin
-        self._tag_priority_sums: np.ndarray = np.zeros(len(self._tag_values))
+        # Priority mass (as stored in the tree) of each tag slot
+        self.tag_mass = TagPriorityMass(self.n_tag_slots)
+
+    @property
+    def tree(self) -> SumTree:
+        """The sum tree that stores every priority (raised to alpha; scaled up by the fading clock, if any)."""
+        return self.store.tree
 
     @property
     def beta(self) -> float:
@@ -227,9 +216,7 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
                 f"set_beta_progress is for beta_anneal_steps='auto'; this buffer anneals beta over "
                 f"beta_anneal_steps={self.beta_anneal_steps} sample calls"
             )
-        if isinstance(progress, bool) or not isinstance(progress, Real) or not 0.0 <= progress <= 1.0:
-            raise ValueError(f"progress must be a number in [0, 1], got {progress!r}")
-        self.beta_progress = float(progress)
+        self.beta_progress = checked_number("progress", progress, low=0.0, high=1.0)
 
     @property
     def n_transitions(self) -> int:
@@ -241,9 +228,8 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
         """Mean (effective) priority, raised to alpha, of the stored transitions; ``nan`` when empty."""
         if not self.n_transitions:
             return float("nan")
-        if self.priority_half_life is None:
-            return self.tree.total / self.n_transitions
-        return self.tree.total * 2.0**-self._fade_exponent / self.n_transitions
+        total = self.tree.total
+        return (total if self.fading is None else float(self.fading.effective(total))) / self.n_transitions
 
     def priorities_at(self, indices: np.ndarray) -> np.ndarray:
         """
@@ -251,37 +237,24 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
 
         :param indices: flat leaf indices (``pos * n_envs + env``) of stored transitions
         """
-        leaves = checked_stored_leaves(indices, self.n_transitions)
-        if self.priority_half_life is None:
-            return self.tree[leaves]
-        return self.tree[leaves] * 2.0**-self._fade_exponent
-
-    @property
-    def _fade_exponent(self) -> float:
-        """Doublings by which a priority written now is stored above its value: ``t / h - offset``."""
-        half_life = self.priority_half_life
-        assert half_life is not None, "only a buffer with priority_half_life fades"
-        return self.n_add_calls / half_life - self._fade_offset
+        stored = self.tree[checked_stored_leaves(indices, self.n_transitions)]
+        return stored if self.fading is None else np.asarray(self.fading.effective(stored))
 
     def _stored(self, priorities: np.ndarray) -> np.ndarray:
-        """What the tree stores for priorities written now: themselves, or scaled up by the fading clock."""
-        if self.priority_half_life is None:
-            return priorities
-        return priorities * 2.0**self._fade_exponent
+        """What the indices store for priorities written now: themselves, or scaled up by the fading clock."""
+        return priorities if self.fading is None else self.fading.stored(priorities)
 
-    def _advance_fading_clock(self) -> None:
+    def _tick_fading_clock(self) -> None:
         """Count one ``add`` call; past the bound, take whole doublings out of every stored priority."""
-        self.n_add_calls += 1
-        if self.priority_half_life is None or self._fade_exponent <= FADE_RESCALE_DOUBLINGS:
+        if self.fading is None:
             return
-        doublings = int(self._fade_exponent)
-        # A power of two: the tree (and the inverse tree) stay exact sums of their leaves.
-        self.tree.scale(2.0**-doublings)
-        if self.inverse_tree is not None:
-            self.inverse_tree.scale(2.0**doublings)
-        self._fade_offset += doublings
-        if self.tagged:
-            self._resum_tag_priorities()
+        doublings = self.fading.tick()
+        if doublings:
+            # A power of two: the trees stay exact sums of their leaves.
+            for index in (self.store, *self._followers):
+                index.rescale(2.0**-doublings)
+            if self.tagged:
+                self._resum_tag_priorities()
 
     def reset(self) -> None:
         super().reset()  # type: ignore[misc]
@@ -296,13 +269,7 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
     def _resum_tag_priorities(self) -> None:
         """Per-tag priority sums computed afresh from the leaves, so that they cannot drift from the tree."""
         n_stored = self._n_stored_leaves
-        slots = self._tag_slot[:n_stored]
-        # A rescale inside `add` comes after SB3 stored the step but before its tags are: those leaves are
-        # still untagged (-1) and their mass enters their tags' sums with the add itself.
-        tagged = slots >= 0
-        self._tag_priority_sums = np.bincount(
-            slots[tagged], weights=self.tree[np.arange(n_stored)][tagged], minlength=len(self._tag_values)
-        )
+        self.tag_mass.resum(self._tag_slot[:n_stored], self.tree[np.arange(n_stored)])
 
     def tag_priority_shares(self) -> dict[int, float]:
         """
@@ -311,25 +278,20 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
         ranked, not of the sampling probabilities.
         """
         self._check_tagged()
-        present = self._tag_counts > 0
-        # Adjusted by differences, a tag's sum can end a hair below zero once its mass is gone.
-        sums = np.maximum(self._tag_priority_sums[present], 0.0)
-        total = sums.sum()
-        if total <= 0.0:
-            return {}
-        return dict(zip(self._tag_values[present].tolist(), (sums / total).tolist(), strict=True))
+        return self.tag_mass.shares(self._tag_values, self._tag_counts > 0)
 
     def add(
         self, obs: Any, next_obs: Any, action: np.ndarray, reward: np.ndarray, done: np.ndarray, infos: Any
     ) -> None:
         """
         Store one step of every env (see SB3's ``ReplayBuffer.add``), at its entry priority: the largest priority
-        seen so far (``RewardPrioritizedReplayBuffer``: its reward's).
+        seen so far (a subclass may say otherwise, see ``_entry_priorities``).
         """
+        self._check_infos(infos)
         entry_priorities = self._entry_priorities(reward)
         pos = self.pos
         super().add(obs, next_obs, action, reward, done, infos)  # type: ignore[misc]
-        self._advance_fading_clock()
+        self._tick_fading_clock()
         leaves = pos * self.n_envs + np.arange(self.n_envs)
         # Undecayed: a new transition enters at its entry priority, faded or not.
         priorities = self._stored(entry_priorities)
@@ -338,10 +300,10 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
             _, old_slots, new_slots = self._store_tags(pos, infos)
             previous = self._write_leaves(leaves, priorities)
             # The overwritten transitions' mass leaves their tags, the new ones' enters theirs.
-            self._grow_tag_priority_sums()
+            self.tag_mass.grow(self.n_tag_slots)
             had_tag = old_slots >= 0
-            self._add_to_tag_sums(old_slots[had_tag], -previous[had_tag])
-            self._add_to_tag_sums(new_slots, priorities)
+            self.tag_mass.add(old_slots[had_tag], -previous[had_tag])
+            self.tag_mass.add(new_slots, priorities)
         else:
             self._write_leaves(leaves, priorities)
         self._write_count[leaves] += 1
@@ -362,28 +324,18 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
         return np.full(self.n_envs, self.max_priority)
 
     def _write_leaves(self, leaves: np.ndarray, priorities: np.ndarray) -> np.ndarray:
-        """Write priorities into every structure that holds them; return what the tree held before."""
+        """Write priorities into every index that holds them; return what the store held before."""
         # in range and finite by construction: both callers check or build them
-        previous = self.tree.update(leaves, priorities, validate=False)
-        if self.ranks is not None:
-            self.ranks.update(leaves, priorities, validate=False)
-        if self.inverse_tree is not None:
-            self.inverse_tree.update(leaves, _reciprocals(priorities), validate=False)
+        previous = self.store.write_returning_previous(leaves, priorities)
+        for index in self._followers:
+            index.write(leaves, priorities)
         return previous
 
     def _set_priorities(self, leaves: np.ndarray, priorities: np.ndarray) -> None:
         """New priorities for stored transitions (whose tags stay), keeping the per-tag sums in step."""
         previous = self._write_leaves(leaves, priorities)
         if self.tagged:
-            self._add_to_tag_sums(self._tag_slot[leaves], priorities - previous)
-
-    def _add_to_tag_sums(self, slots: np.ndarray, amounts: np.ndarray) -> None:
-        self._tag_priority_sums += np.bincount(slots, weights=amounts, minlength=len(self._tag_priority_sums))
-
-    def _grow_tag_priority_sums(self) -> None:
-        missing = len(self._tag_values) - len(self._tag_priority_sums)
-        if missing:
-            self._tag_priority_sums = np.concatenate([self._tag_priority_sums, np.zeros(missing)])
+            self.tag_mass.add(self._tag_slot[leaves], priorities - previous)
 
     def sample(self, batch_size: int, env: VecNormalize | None = None, inverse: bool = False) -> Any:
         """
@@ -397,15 +349,13 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
         :return: the samples (``samples_class``), their IS weights, flat indices and write stamps
         """
         self._check_batch_size(batch_size)
-        if not isinstance(inverse, (bool, np.bool_)):
-            raise ValueError(f"inverse must be a bool, got {inverse!r}")
-        if inverse:
+        if inverse is not False and checked_bool("inverse", inverse):
             return self._sample_inverse(batch_size, env)
         beta = self.beta  # first, as it can raise
         self._warn_if_priorities_never_updated()
         # NumPy's global generator, as SB3's buffers use, so that `set_random_seed` seeds sampling.
         uniforms = np.random.random_sample(batch_size)  # noqa: NPY002
-        leaves, probabilities, smallest = self._stratified_leaves(uniforms)
+        leaves, probabilities, smallest = self._sampling_index.sample(uniforms)
         if self.weight_normalization == "batch":
             smallest = probabilities.min()
         # (N P(i))^-beta / max_j (N P(j))^-beta = (P(i) / P_min)^-beta: N cancels out.
@@ -415,11 +365,12 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
 
     def _sample_inverse(self, batch_size: int, env: VecNormalize | None) -> Any:
         """What ``sample(batch_size, env, inverse=True)`` returns (``batch_size`` checked): by ``1 / priority``."""
-        if self.inverse_tree is None:
+        if self.inverse_index is None:
             raise ValueError(f"sample(inverse=True) needs a {type(self).__name__} made with inverse_sampling=True")
         self._warn_if_priorities_never_updated()
         uniforms = np.random.random_sample(batch_size)  # noqa: NPY002 (the global generator, as `sample`)
-        return self._samples_at(_stratified_tree_leaves(self.inverse_tree, uniforms), np.ones(batch_size), env)
+        leaves = stratified_tree_leaves(self.inverse_index.tree, uniforms)
+        return self._samples_at(leaves, np.ones(batch_size), env)
 
     def sample_uniform(self, batch_size: int, env: VecNormalize | None = None) -> Any:
         """
@@ -446,17 +397,6 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
         stamps = self._write_count[leaves]
         self._write_count_at_sample[leaves] = stamps
         return self._get_prioritized_samples(leaves, weights, stamps, env)
-
-    def _stratified_leaves(self, uniforms: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
-        """
-        One leaf from each of ``len(uniforms)`` equal-probability segments, each leaf's sampling
-        probability (up to a common factor) and the smallest probability of any stored transition (same factor).
-        """
-        if self.ranks is not None:
-            leaves = self.ranks.sample(uniforms)
-            return leaves, self.ranks.probabilities(leaves), self.ranks.min_probability
-        leaves = _stratified_tree_leaves(self.tree, uniforms)
-        return leaves, self.tree[leaves], self.tree.min
 
     def _check_batch_size(self, batch_size: int) -> None:
         # A batch larger than the buffer is fine: stratified sampling over more segments than leaves
@@ -489,20 +429,20 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
         # (buffer_size * n_envs, ...) makes each leaf a row. One `take` per array is about twice as fast
         # as SB3's two-index gather, and its result is a fresh array, so torch can adopt it uncopied.
         if self.n_steps > 1:
-            next_observations, dones, rewards, discounts = self._n_step_targets(leaves, env)
+            next_observations, dones, rewards, discounts = n_step_targets(self, leaves, env)
         else:
             if self.optimize_memory_usage:
                 next_leaves = (leaves + self.n_envs) % (self.buffer_size * self.n_envs)
-                next_observations = self._rows(self.observations, next_leaves)
+                next_observations = self.rows(self.observations, next_leaves)
             else:
-                next_observations = self._rows(self.next_observations, leaves)
+                next_observations = self.rows(self.next_observations, leaves)
             # Only use dones that are not due to timeouts (SB3 issue #284)
-            dones = (self._rows(self.dones, leaves) * (1 - self._rows(self.timeouts, leaves))).reshape(-1, 1)
-            rewards = self._normalize_reward(self._rows(self.rewards, leaves).reshape(-1, 1), env)
+            dones = (self.rows(self.dones, leaves) * (1 - self.rows(self.timeouts, leaves))).reshape(-1, 1)
+            rewards = self._normalize_reward(self.rows(self.rewards, leaves).reshape(-1, 1), env)
             discounts = None
         return self.samples_class(
-            self._observations_to_torch(self._rows(self.observations, leaves), env),
-            self._to_torch(self._rows(self.actions, leaves)),
+            self._observations_to_torch(self.rows(self.observations, leaves), env),
+            self._to_torch(self.rows(self.actions, leaves)),
             self._observations_to_torch(next_observations, env),
             self._to_torch(dones),
             self._to_torch(rewards),
@@ -523,44 +463,10 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
             return {key: self._to_torch(value) for key, value in normalized.items()}
         return self._to_torch(normalized)
 
-    def _n_step_targets(
-        self, leaves: np.ndarray, env: VecNormalize | None
-    ) -> tuple[np.ndarray | dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray]:
-        """
-        Next observations, dones, n-step returns and bootstrap discounts of the transitions at ``leaves``,
-        computed as SB3's ``NStepReplayBuffer._get_samples`` does (same arithmetic, same dtypes), but for
-        the env each leaf belongs to rather than a random one.
-        """
-        batch_inds, env_inds = np.divmod(leaves, self.n_envs)
-        envs = env_inds[:, None]
-        # The newest transition may be followed by the oldest one in the ring: mark it as a truncation
-        # while sampling, so that no n-step sum runs across that seam (as SB3 does).
-        last_valid = self.pos - 1
-        saved_timeouts = self.timeouts[last_valid].copy()
-        self.timeouts[last_valid] = np.logical_or(saved_timeouts, np.logical_not(self.dones[last_valid]))
-        try:
-            steps = np.arange(self.n_steps).reshape(1, -1)
-            sequence = (batch_inds[:, None] + steps) % self.buffer_size
-            rewards = self._normalize_reward(self.rewards[sequence, envs], env)
-            ended = np.logical_or(self.dones[sequence, envs], self.timeouts[sequence, envs])
-            last_step = np.where(ended.any(axis=1), ended.argmax(axis=1), self.n_steps - 1)
-            mask = steps <= last_step[:, None]
-            discounts = self.gamma ** mask.sum(axis=1, keepdims=True).astype(np.float32)
-            returns = (rewards * self.gamma ** np.arange(self.n_steps, dtype=np.float32).reshape(1, -1) * mask).sum(
-                axis=1, keepdims=True
-            )
-            last = (batch_inds + last_step) % self.buffer_size
-            next_observations = self._rows(self.next_observations, last * self.n_envs + env_inds)
-            dones = self.dones[last, env_inds][:, None].astype(np.float32)
-            dones = dones * (1.0 - self.timeouts[last, env_inds][:, None].astype(np.float32))
-        finally:
-            self.timeouts[last_valid] = saved_timeouts
-        return next_observations, dones, returns, discounts
-
-    def _rows(self, storage: np.ndarray | dict[str, np.ndarray], leaves: np.ndarray) -> Any:
+    def rows(self, storage: np.ndarray | dict[str, np.ndarray], leaves: np.ndarray) -> Any:
         """Copy of the entries of ``storage`` (shape (buffer_size, n_envs, ...), or a dict of such) at ``leaves``."""
         if isinstance(storage, dict):
-            return {key: self._rows(value, leaves) for key, value in storage.items()}
+            return {key: self.rows(value, leaves) for key, value in storage.items()}
         return storage.reshape(self.buffer_size * self.n_envs, *storage.shape[2:]).take(leaves, axis=0)
 
     def update_priorities(
@@ -699,7 +605,8 @@ class PrioritizedReplayBuffer(PrioritizedBufferMixin, ReplayBuffer):
         as SB3's ``NStepReplayBuffer`` does (episode ends and timeouts cut the sum). SB3 ignores an
         algorithm's ``n_steps`` when a custom ``replay_buffer_class`` is given: pass it here, through
         ``replay_buffer_kwargs``
-    :param gamma: Discount factor of the n-step returns (use the algorithm's ``gamma``)
+    :param gamma: Discount factor of the n-step returns (sb3_per's algorithms give theirs; a different one in
+        ``replay_buffer_kwargs`` raises ``ValueError``)
     :param prioritization: ``"proportional"`` (default) or ``"rank"``: what the sampling probability
         is proportional to, ``priority ** alpha`` or ``(1 / rank) ** alpha``
     :param tag_key: ``info`` key whose integer value tags each added transition (e.g. ``"regime"``), for
@@ -713,8 +620,9 @@ class PrioritizedReplayBuffer(PrioritizedBufferMixin, ReplayBuffer):
         ``p_i * 2 ** (-(t - t_i) / h)``; sampling, the IS weights' smallest probability and ``mean_priority``
         follow it exactly, and new transitions enter at ``max_priority`` undecayed. It must be at least
         ``buffer_size / 512``. With ``weight_normalization="buffer"`` the largest possible weight is the oldest
-        transition's, so recent samples' weights shrink by about ``2 ** (-oldest age / h)``; ``"batch"``
-        avoids that. None (default): no fading
+        transition's, so recent samples' weights shrink by about ``2 ** (-beta * oldest age / h)``: a half-life
+        short enough for that to underflow float32 (weights of exactly 0, no training) is refused, and
+        ``"batch"`` avoids the shrinking altogether. None (default): no fading
     """
 
     samples_class = PrioritizedReplayBufferSamples
@@ -851,82 +759,6 @@ class PrioritizedDictReplayBuffer(PrioritizedBufferMixin, DictReplayBuffer):
         )
 
 
-class RewardPrioritizedReplayBuffer(PrioritizedReplayBuffer):
-    """
-    A ``PrioritizedReplayBuffer`` whose priorities come from rewards, not TD errors: each transition is stored
-    at priority ``(|reward| + epsilon) ** alpha`` of its own one-step reward and keeps it. Sampling, importance
-    weights and beta are ``PrioritizedReplayBuffer``'s. The comparison uses it as an ablation of prioritized
-    replay: on the pairs env a day's |reward| is mostly the size of its unpredictable spread move, and it ranks
-    a batch as |TD error| largely does, so this asks whether replaying the largest rewards at PER's rate, with no
-    TD error at all, costs what PER's TD-error priorities cost.
-
-    With ``reward_floor > 0`` the priority is ``(max(|reward|, reward_floor) + epsilon) ** alpha``: every reward
-    below the floor counts as the floor, so the quietest transitions are replayed as often as one at the floor,
-    while those above it keep their preference. The comparison's ``per_reward_floor`` ablation sets the floor at
-    the typical |reward|, to tell replaying the largest rewards more from replaying the smallest ones less.
-
-    ``update_priorities`` checks its input as ``PrioritizedReplayBuffer``'s does (bad input raises ``ValueError``)
-    and counts the call, but leaves every priority as ``add`` set it; ``max_priority`` is the largest reward
-    priority stored so far.
-
-    :param args: as ``PrioritizedReplayBuffer``'s, in its order
-    :param reward_floor: the |reward| below which every transition's priority is the floor's (0, the default:
-        none); a floor whose priority the sum tree cannot hold raises ``ValueError``
-    :param kwargs: as ``PrioritizedReplayBuffer``'s
-    """
-
-    priorities_follow_td_errors = False
-    # A class default too, for buffers pickled before the floor existed
-    reward_floor = 0.0
-
-    def __init__(self, *args: Any, reward_floor: float = 0.0, **kwargs: Any):
-        check_reward_floor(reward_floor)
-        self.reward_floor = float(reward_floor)
-        super().__init__(*args, **kwargs)
-        # Every priority is at least the floor's, so a floor the sum tree cannot hold would refuse every add
-        try:
-            self._priorities_of(np.array([self.reward_floor]), "reward_floor")
-        except ValueError as error:
-            raise ValueError(f"reward_floor={reward_floor!r} is too large: {error}") from None
-
-    def _entry_priorities(self, reward: np.ndarray) -> np.ndarray:
-        """
-        ``(max(|reward|, reward_floor) + epsilon) ** alpha`` of each env's reward; a reward that is not finite, or
-        too large for the sum tree, raises ``ValueError`` (before ``add`` stores anything).
-
-        :param reward: the step's rewards, one per env
-        """
-        reward = np.asarray(reward, dtype=np.float64).reshape(self.n_envs)
-        # Signed, so that a bad reward is reported as it was; NaN stays NaN
-        floored = np.copysign(np.maximum(np.abs(reward), self.reward_floor), reward)
-        return self._priorities_of(floored, "reward")
-
-    def update_priorities(
-        self, indices: np.ndarray | th.Tensor, td_errors: np.ndarray | th.Tensor, stamps: np.ndarray | None = None
-    ) -> None:
-        """
-        Check a priority update as ``PrioritizedReplayBuffer.update_priorities`` does and count it, leaving the
-        reward priorities unchanged.
-
-        :param indices: flat indices, as returned in the samples' ``indices``
-        :param td_errors: one finite TD error per index
-        :param stamps: the samples' ``stamps``
-        """
-        if self._checked_priority_updates(indices, td_errors, stamps) is not None:
-            self.n_priority_updates += 1
-
-
-def _stratified_tree_leaves(tree: SumTree, uniforms: np.ndarray) -> np.ndarray:
-    """One leaf of ``tree`` from each of ``len(uniforms)`` equal segments of its total, placed by ``uniforms``."""
-    batch_size = len(uniforms)
-    return tree.find((np.arange(batch_size) + uniforms) * (tree.total / batch_size))
-
-
-def _reciprocals(priorities: np.ndarray) -> np.ndarray:
-    """``1 / priorities``, and 0 where a priority is 0 (a leaf that must never be sampled either way)."""
-    return np.divide(1.0, priorities, out=np.zeros_like(priorities), where=priorities > 0.0)
-
-
 def _as_flat_numpy(values: np.ndarray | th.Tensor, name: str, kinds: str) -> np.ndarray:
     """
     ``values`` as a flat numpy array, or ``ValueError`` naming ``name`` unless its dtype kind is in ``kinds``
@@ -942,34 +774,6 @@ def _as_flat_numpy(values: np.ndarray | th.Tensor, name: str, kinds: str) -> np.
     return array.reshape(-1)
 
 
-def check_reward_floor(reward_floor: float) -> None:
-    """Raise ``ValueError``, naming the parameter and its value, unless ``reward_floor`` is a finite number >= 0."""
-    if not (is_finite_number(reward_floor) and reward_floor >= 0.0):
-        raise ValueError(f"reward_floor must be a finite number >= 0, got {reward_floor!r}")
-
-
-def check_priority_half_life(priority_half_life: float | None, buffer_size: int) -> None:
-    """Raise ``ValueError``, naming the parameter and its value, for a bad ``priority_half_life``."""
-    if priority_half_life is None:
-        return
-    if not (is_finite_number(priority_half_life) and priority_half_life > 0):
-        raise ValueError(f"priority_half_life must be a finite number > 0 or None, got {priority_half_life!r}")
-    if buffer_size / priority_half_life > MAX_FADE_DOUBLINGS:
-        raise ValueError(
-            f"priority_half_life={priority_half_life!r} is below buffer_size / {MAX_FADE_DOUBLINGS} = "
-            f"{buffer_size / MAX_FADE_DOUBLINGS:g} add calls: the oldest transitions would fade by more than "
-            f"2 ** -{MAX_FADE_DOUBLINGS} before being overwritten, past what the sum tree can hold exactly"
-        )
-
-
-def check_n_step_parameters(n_steps: int, gamma: float) -> None:
-    """Raise ``ValueError``, naming the parameter and its value, for a bad ``n_steps`` or ``gamma``."""
-    if int(n_steps) != n_steps or n_steps < 1:
-        raise ValueError(f"n_steps must be a positive integer, got {n_steps!r}")
-    if not 0.0 <= gamma <= 1.0:
-        raise ValueError(f"gamma must be in [0, 1], got {gamma!r}")
-
-
 def check_per_parameters(
     alpha: float,
     beta_start: float,
@@ -982,18 +786,14 @@ def check_per_parameters(
     Raise ``ValueError``, naming the parameter and its value, if a ``PrioritizedReplayBuffer``
     parameter is out of range (see the class for their meaning).
     """
-    if not (np.isfinite(alpha) and alpha >= 0):
-        raise ValueError(f"alpha must be a finite number >= 0, got {alpha!r}")
-    for name, beta in (("beta_start", beta_start), ("beta_end", beta_end)):
-        if not 0.0 <= beta <= 1.0:
-            raise ValueError(f"{name} must be in [0, 1], got {beta!r}")
-    if isinstance(beta_anneal_steps, (str, bool)):
-        if beta_anneal_steps != "auto":
-            raise ValueError(f"beta_anneal_steps must be a positive integer or 'auto', got {beta_anneal_steps!r}")
-    elif int(beta_anneal_steps) != beta_anneal_steps or beta_anneal_steps <= 0:
+    checked_number("alpha", alpha, low=0.0)
+    checked_number("beta_start", beta_start, low=0.0, high=1.0)
+    checked_number("beta_end", beta_end, low=0.0, high=1.0)
+    if beta_anneal_steps != "auto" and not (
+        isinstance(beta_anneal_steps, Integral) and not isinstance(beta_anneal_steps, bool) and beta_anneal_steps > 0
+    ):
         raise ValueError(f"beta_anneal_steps must be a positive integer or 'auto', got {beta_anneal_steps!r}")
-    if not (np.isfinite(epsilon) and epsilon > 0):
-        raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}")
+    checked_number("epsilon", epsilon, low=0.0, low_open=True)
     if float(epsilon) ** float(alpha) == 0.0:
         raise ValueError(
             f"epsilon ** alpha underflows to 0 (epsilon={epsilon!r}, alpha={alpha!r}), so a transition could get "
@@ -1005,5 +805,37 @@ def check_per_parameters(
             f"weight (P_min / P_i) ** beta underflows to 0 in float32 (alpha={alpha!r}, beta up to "
             f"{max(beta_start, beta_end)!r}): raise epsilon"
         )
-    if weight_normalization not in WEIGHT_NORMALIZATIONS:
-        raise ValueError(f"weight_normalization must be one of {WEIGHT_NORMALIZATIONS}, got {weight_normalization!r}")
+    checked_choice("weight_normalization", weight_normalization, WEIGHT_NORMALIZATIONS)
+
+
+def check_fading_weights(options: BufferOptions, weight_normalization: str, beta_max: float) -> None:
+    """
+    Raise ``ValueError`` where fading would make priorities or importance weights underflow to exactly 0.
+
+    - A stored priority fades by up to ``2 ** -fade_doublings`` before it is overwritten: from ``epsilon ** alpha``
+      that must stay a normal float64, or the transition could never be sampled again (and the tree's min, the
+      smallest non-zero priority, would no longer be one).
+    - With ``weight_normalization="buffer"`` the largest possible weight is the oldest transition's, so a fresh
+      sample's weight is about ``(epsilon ** alpha * 2 ** -fade_doublings) ** beta`` at worst: below float32's
+      smallest weight it is 0, and the critic stops learning (``"batch"`` has no such factor).
+
+    :param options: the buffer's options (with ``priority_half_life`` set)
+    :param weight_normalization: ``"buffer"`` or ``"batch"``
+    :param beta_max: the largest importance-sampling exponent the buffer will use
+    """
+    smallest_priority = options.epsilon**options.alpha
+    if smallest_priority * 2.0**-options.fade_doublings < np.finfo(np.float64).tiny:
+        raise ValueError(
+            f"epsilon ** alpha = {smallest_priority!r} fades by up to 2 ** -{options.fade_doublings:g} (buffer_size / "
+            f"priority_half_life) before it is overwritten, below float64's normal range, so a transition could end "
+            "at priority 0 and never be sampled again: raise epsilon or priority_half_life"
+        )
+    if weight_normalization == "buffer":
+        smallest_weight = (smallest_priority * 2.0**-options.fade_doublings) ** beta_max
+        if smallest_weight < _SMALLEST_FLOAT32_WEIGHT:
+            raise ValueError(
+                f"priority_half_life={options.priority_half_life!r} with weight_normalization='buffer': the oldest "
+                f"transition fades by up to 2 ** -{options.fade_doublings:g}, and the weights, divided by the oldest "
+                f"one's, can fall to {smallest_weight:.3g}, which is 0 in float32 (beta up to {beta_max:g}): the "
+                "critic would stop learning. Use weight_normalization='batch', or a longer priority_half_life"
+            )

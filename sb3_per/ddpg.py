@@ -11,6 +11,7 @@ from stable_baselines3.common.noise import ActionNoise
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
 from stable_baselines3.td3.policies import Actor, TD3Policy
 
+from sb3_per.schemes import ReplayScheme
 from sb3_per.td3 import TD3TrainingSteps
 
 
@@ -21,30 +22,17 @@ class DDPG(TD3TrainingSteps, stable_baselines3.DDPG):
 
     SB3's DDPG trains with ``TD3.train`` (one critic by default, ``policy_delay=1``, no target smoothing), so
     with a ``PrioritizedReplayBuffer`` this trains with ``sb3_per.TD3``'s prioritized steps
-    (``TD3TrainingSteps``): IS-weighted ``mean(w * (Q - y) ** 2)`` critic loss, priorities written back from
-    ``|Q - y|`` after each critic step, the same ``train/per_*`` logger keys. With any other replay buffer and
-    ``per_mode="per"`` it is exactly ``stable_baselines3.DDPG``.
+    (``TD3TrainingSteps``), as its ``replay_scheme`` says: ``PER()`` by default, an IS-weighted
+    ``mean(w * (Q - y) ** 2)`` critic loss, priorities written back from ``|Q - y|`` after each critic step, the same
+    ``train/per_*`` logger keys. With any other replay buffer and ``replay_scheme=None`` it is exactly
+    ``stable_baselines3.DDPG``.
 
     The parameters are those of ``stable_baselines3.DDPG`` (``replay_buffer_class=PrioritizedReplayBuffer`` for
     prioritized replay, with its options ``alpha``, ``beta_start``, ... in ``replay_buffer_kwargs``), plus:
 
-    :param td_error_reduction: How the critics' TD errors become one priority per transition when there are
-        several (``policy_kwargs={"n_critics": 2}``): ``"mean"`` (default) or ``"max"`` of ``|Q_i - y|``.
-        With DDPG's single critic both are ``|Q - y|``. ``None`` (default): the max for ``per_mode="lap"`` and
-        ``"pal"``, the mean for ``"per"``. Used with a prioritized buffer, and by PAL.
-    :param per_mode: What the critic loss and the priorities are: ``"per"`` (default, the IS-weighted loss
-        above), ``"lap"`` (LAP, with a proportional ``PrioritizedReplayBuffer``), ``"pal"`` (PAL, with
-        uniform replay; both Fujimoto, Meger & Precup 2020) or ``"la3p"`` (LA3P, Saglam et al. 2023, with a
-        ``PrioritizedReplayBuffer(inverse_sampling=True)``). Formulas in ``PrioritizedReplayMixin``.
-    :param pal_alpha: PAL's exponent (``per_mode="pal"`` only)
-    :param lap_min_priority: LAP's minimum priority and Huber threshold, also PAL's threshold (default 1, as in
-        the paper's continuous control)
-    :param la3p_fraction: LA3P's prioritized share ``lambda`` of each batch, in (0, 1] (``per_mode="la3p"``)
-    :param la3p_budget: LA3P's schedule: ``"matched"`` (default; the optimizer steps of uniform replay, on batches
-        of ``batch_size``) or ``"paper"`` (the authors' two critic and two actor steps on parts of the batch)
-    :param uniform_actor_batch: Whether the actor step trains on a batch of its own, sampled uniformly from the
-        prioritized buffer, while the critic trains on the prioritized batch (``per_mode="per"`` or ``"lap"``;
-        default False: one batch for both). An ablation: prioritized replay for the critic only.
+    :param replay_scheme: What each gradient step trains on, its critic loss and its priorities: ``PER()``,
+        ``LAP()``, ``PAL()``, ``LA3P()`` (``sb3_per.schemes``). ``None`` (default): ``PER()`` with a prioritized
+        buffer, SB3's own training with any other
     """
 
     # SB3's TD3 types for these, declared here for mypy's check of the mixin's declarations (see sb3_per.TD3).
@@ -73,18 +61,10 @@ class DDPG(TD3TrainingSteps, stable_baselines3.DDPG):
         verbose: int = 0,
         seed: int | None = None,
         device: th.device | str = "auto",
-        td_error_reduction: str | None = None,
-        per_mode: str = "per",
-        pal_alpha: float = 0.4,
-        lap_min_priority: float = 1.0,
-        la3p_fraction: float = 0.5,
-        la3p_budget: str = "matched",
-        uniform_actor_batch: bool = False,
+        replay_scheme: ReplayScheme | None = None,
         _init_setup_model: bool = True,
     ):
-        self._init_replay_options(
-            per_mode, td_error_reduction, pal_alpha, lap_min_priority, la3p_fraction, la3p_budget, uniform_actor_batch
-        )
+        self._init_replay_scheme(replay_scheme)
         super().__init__(
             policy,
             env,

@@ -12,13 +12,10 @@ from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
 from stable_baselines3.dqn.policies import DQNPolicy
 
-from sb3_per.per_algorithm import (
-    CriticLoss,
-    PrioritizedReplayMixin,
-    TrainingCallRecord,
-    td_errors_for_priorities,
-    weighted_huber_loss,
-)
+from sb3_per.per_algorithm import PrioritizedReplayMixin
+from sb3_per.schemes import BatchSource, CriticStep, ReplayScheme
+from sb3_per.schemes.base import CriticLoss
+from sb3_per.schemes.losses import weighted_huber_loss
 
 
 class DQN(PrioritizedReplayMixin, stable_baselines3.DQN):
@@ -27,35 +24,30 @@ class DQN(PrioritizedReplayMixin, stable_baselines3.DQN):
     ``stable_baselines3.DQN``, with the same parameters.
 
     With a ``PrioritizedReplayBuffer`` (``replay_buffer_class=PrioritizedReplayBuffer``, with its options
-    ``alpha``, ``beta_start``, ... in ``replay_buffer_kwargs``), each gradient step
+    ``alpha``, ``beta_start``, ... in ``replay_buffer_kwargs``), each gradient step trains as its ``replay_scheme``
+    says (``sb3_per.schemes``), ``PER()`` by default:
 
-    - weights SB3's Huber loss per sample by the sampled importance-sampling weights ``w``:
+    - SB3's Huber loss is weighted per sample by the sampled importance-sampling weights ``w``:
       ``mean(w * smooth_l1(Q, y))`` (SB3's ``F.smooth_l1_loss(Q, y)`` when all ``w`` are one), and
-    - after the optimizer step, writes back the priorities of the sampled transitions from the TD errors
+    - after the optimizer step, the priorities of the sampled transitions are written back from the TD errors
       ``|Q - y|`` of that same forward pass.
 
     Gradient clipping, the exploration schedule and the target-network updates are SB3's. Each training call
-    also logs ``train/per_beta``, ``train/per_weight_mean``, ``train/per_priority_mean`` and
-    ``train/per_priority_max``, as ``sb3_per.SAC`` does.
-
-    With any other replay buffer and ``per_mode="per"`` it is exactly ``stable_baselines3.DQN``: its ``train``
-    runs unchanged. ``per_mode="lap"`` and ``"pal"`` replace the loss and the priorities (see
-    ``PrioritizedReplayMixin``; LAP logs only the two priority keys, PAL none).
+    also logs the scheme's keys, as ``sb3_per.SAC`` does. With any other replay buffer and ``replay_scheme=None``
+    it is exactly ``stable_baselines3.DQN``: its ``train`` runs unchanged.
 
     The parameters are ``stable_baselines3.DQN``'s, plus:
 
-    :param per_mode: What the critic loss and the priorities are: ``"per"`` (default, the IS-weighted loss
-        above), ``"lap"`` (LAP, with a proportional ``PrioritizedReplayBuffer``) or ``"pal"`` (PAL, with
-        uniform replay); Fujimoto, Meger & Precup 2020. Formulas in ``PrioritizedReplayMixin``.
-    :param pal_alpha: PAL's exponent (``per_mode="pal"`` only)
-    :param lap_min_priority: LAP's minimum priority and Huber threshold, also PAL's threshold (default 1; the
-        paper's authors use 0.01 for Atari)
+    :param replay_scheme: What each gradient step trains on, its loss and its priorities: ``PER()``, ``LAP()``
+        (its authors use ``min_priority=0.01`` for Atari) or ``PAL()`` (``sb3_per.schemes``); ``LA3P`` prioritizes
+        an actor's batches and is refused. ``None`` (default): ``PER()`` with a prioritized buffer, SB3's own
+        training with any other
     """
 
     # LA3P prioritizes an actor's batches: DQN has none.
-    supported_per_modes = ("per", "lap", "pal")
+    has_actor = False
 
-    def _is_weighted_loss(
+    def _sb3_critic_loss(
         self, current_q_values: Sequence[th.Tensor], target_q_values: th.Tensor, weights: th.Tensor | None
     ) -> th.Tensor:
         (q_values,) = current_q_values
@@ -88,13 +80,10 @@ class DQN(PrioritizedReplayMixin, stable_baselines3.DQN):
         verbose: int = 0,
         seed: int | None = None,
         device: th.device | str = "auto",
-        per_mode: str = "per",
-        pal_alpha: float = 0.4,
-        lap_min_priority: float = 1.0,
+        replay_scheme: ReplayScheme | None = None,
         _init_setup_model: bool = True,
     ) -> None:
-        # One Q-network: no TD errors to combine
-        self._init_replay_options(per_mode, None, pal_alpha, lap_min_priority)
+        self._init_replay_scheme(replay_scheme)
         super().__init__(
             policy,
             env,
@@ -124,12 +113,12 @@ class DQN(PrioritizedReplayMixin, stable_baselines3.DQN):
             _init_setup_model=_init_setup_model,
         )
 
-    def _train_per(
-        self, buffer: ReplayBuffer, gradient_steps: int, batch_size: int, record: TrainingCallRecord
+    def _train_with_scheme(
+        self, scheme: ReplayScheme, batches: BatchSource, gradient_steps: int, batch_size: int
     ) -> None:
         """
-        SB3's ``DQN.train`` (as of stable-baselines3 2.9), its gradient step in ``_critic_step`` on the batch of
-        ``_replay_updates``, with the priority write-back after it (``PER:``).
+        SB3's ``DQN.train`` (as of stable-baselines3 2.9), its gradient step in ``_critic_step`` on each batch the
+        scheme gives, with the priority write-back after it (``PER:``).
         """
         # Switch to train mode (this affects batch norm / dropout)
         self.policy.set_training_mode(True)
@@ -138,10 +127,10 @@ class DQN(PrioritizedReplayMixin, stable_baselines3.DQN):
 
         losses = []
         for _ in range(gradient_steps):
-            for update in self._replay_updates(buffer, batch_size, record, train_actor=False):
-                loss, td_errors = self._critic_step(update.critic_batch, update.critic_loss)
+            for update in self._updates(scheme, batches, batch_size, False, self._sb3_critic_loss):
+                loss, step = self._critic_step(update.critic_batch, update.critic_loss)
                 losses.append(loss.item())
-                self._after_critic_step(buffer, update.critic_batch, td_errors, record)  # PER
+                self._write_back(scheme, batches, step)  # PER
 
         # Increase update counter
         self._n_updates += gradient_steps
@@ -149,13 +138,13 @@ class DQN(PrioritizedReplayMixin, stable_baselines3.DQN):
         self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
         self.logger.record("train/loss", np.mean(losses))
 
-    def _critic_step(self, replay_data: Any, loss_of: CriticLoss) -> tuple[th.Tensor, th.Tensor]:
+    def _critic_step(self, replay_data: Any, loss_of: CriticLoss) -> tuple[th.Tensor, CriticStep]:
         """
-        SB3's gradient step, on the batch, with the loss ``per_mode`` gives it.
+        SB3's gradient step, on the batch, with the loss the replay scheme gives it.
 
         :param replay_data: the batch
         :param loss_of: its loss, from the Q-values of the batch's actions (a one-element tuple) and the TD targets
-        :return: the loss, and the batch's absolute TD errors (shape (batch_size,)) from the same forward pass
+        :return: the loss, and what the step computed (Q-values and targets of the same forward pass)
         """
         # For n-step replay, discount factor is gamma**n_steps (when no early termination)
         discounts = replay_data.discounts if replay_data.discounts is not None else self.gamma
@@ -176,7 +165,7 @@ class DQN(PrioritizedReplayMixin, stable_baselines3.DQN):
         # Retrieve the q-values for the actions from the replay buffer
         current_q_values = th.gather(current_q_values, dim=1, index=replay_data.actions.long())
 
-        # Compute Huber loss (less sensitive to outliers) (PER: as per_mode says)
+        # Compute Huber loss (less sensitive to outliers) (PER: as the replay scheme says)
         loss = loss_of((current_q_values,), target_q_values)
 
         # Optimize the policy
@@ -185,4 +174,4 @@ class DQN(PrioritizedReplayMixin, stable_baselines3.DQN):
         # Clip gradient norm
         th.nn.utils.clip_grad_norm_(self.policy.parameters(), self.max_grad_norm)
         self.policy.optimizer.step()
-        return loss, td_errors_for_priorities((current_q_values,), target_q_values)
+        return loss, CriticStep(replay_data, (current_q_values,), target_q_values)

@@ -1,6 +1,6 @@
 """
 Integer tags on stored transitions (e.g. a market regime read from each step's ``info``), a uniform
-SB3 replay buffer that carries them, and one that samples each tag in proportion to a fixed weight.
+SB3 replay buffer that carries them, and the priority mass of each tag in a prioritized one.
 
 A tag is read from ``info[tag_key]`` when a transition is added. A missing key, a value that is not an
 integer (a float, a string, a 0-d array, ``None``) or an integer outside int64 stores ``UNKNOWN_TAG``
@@ -10,8 +10,8 @@ either: ``True == 1`` would silently merge a flag with tag 1.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from numbers import Integral, Real
+from collections.abc import Sequence
+from numbers import Integral
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -20,9 +20,10 @@ from gymnasium import spaces
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.vec_env import VecNormalize
 
-from sb3_per.sum_tree import SumTree
-
 UNKNOWN_TAG = -1
+#: The most distinct tags a buffer keeps (until ``reset``): each has a slot, and the telemetry logs keys per tag.
+#: A tag that changes at every step (an episode counter) is not what tags are for, and is refused at this bound.
+MAX_TAGS = 256
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
@@ -73,6 +74,11 @@ class ReplayTagsMixin:
         self._slot_of_tag: dict[int, int] = {}
 
     @property
+    def n_tag_slots(self) -> int:
+        """The number of distinct tags stored since the buffer was made (or reset)."""
+        return len(self._tag_values)
+
+    @property
     def tagged(self) -> bool:
         """Whether ``add`` reads a tag from each ``info`` (``tag_key`` is set)."""
         return self.tag_key is not None
@@ -80,6 +86,24 @@ class ReplayTagsMixin:
     @property
     def _n_stored_leaves(self) -> int:
         return (self.buffer_size if self.full else self.pos) * self.n_envs
+
+    def _check_infos(self, infos: Sequence[dict[str, Any]]) -> None:
+        """
+        Raise ``ValueError`` before ``add`` stores anything if ``infos`` is not one dict per env, or if its tags
+        would take the buffer past ``MAX_TAGS`` distinct tags.
+        """
+        if len(infos) != self.n_envs or not all(isinstance(info, dict) for info in infos):
+            raise ValueError(f"add needs one info dict per env ({self.n_envs}), got {infos!r}")
+        tag_key = self.tag_key
+        if tag_key is None:
+            return
+        new_tags = {tag_of(info.get(tag_key)) for info in infos} - self._slot_of_tag.keys()
+        if len(self._slot_of_tag) + len(new_tags) > MAX_TAGS:
+            raise ValueError(
+                f"info[{tag_key!r}] = {sorted(new_tags)[0]} would be tag number {len(self._slot_of_tag) + 1} of this "
+                f"buffer, past MAX_TAGS = {MAX_TAGS}: tags are for a few groups of transitions (e.g. regimes), not "
+                "for a value that changes at every step"
+            )
 
     def _store_tags(self, pos: int, infos: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """
@@ -206,6 +230,7 @@ class TaggedReplayBuffer(ReplayTagsMixin, ReplayBuffer):
         infos: list[dict[str, Any]],
     ) -> None:
         """Store one step of every env, as SB3's ``ReplayBuffer.add``, and the tag of each."""
+        self._check_infos(infos)
         pos = self.pos
         super().add(obs, next_obs, action, reward, done, infos)
         self._store_tags(pos, infos)
@@ -246,116 +271,48 @@ class TaggedReplayBuffer(ReplayTagsMixin, ReplayBuffer):
         )
 
 
-def is_finite_number(value: Any) -> bool:
-    """Whether ``value`` is a finite real number (a ``bool`` is not)."""
-    return isinstance(value, Real) and not isinstance(value, bool) and bool(np.isfinite(float(value)))
-
-
-def is_sampling_weight(value: Any) -> bool:
-    """Whether ``value`` is a finite real number > 0 (a ``bool`` is not)."""
-    return is_finite_number(value) and float(value) > 0
-
-
-def checked_tag_weights(tag_weights: Mapping[int, float] | None) -> dict[int, float]:
+class TagPriorityMass:
     """
-    ``tag_weights`` as a dict of int tags to float weights, or ``ValueError`` naming a bad tag or weight.
+    The priority mass of each tag of a prioritized buffer, as stored in its sum tree: adjusted by the same writes
+    that update the tree (O(batch) per write), and summed afresh from the leaves when the buffer rescales or is
+    unpickled, so that it cannot drift from the tree.
 
-    :param tag_weights: sampling weight (finite, > 0) of each tag; None: no weights (every tag weighs 1)
-    """
-    if tag_weights is None:
-        return {}
-    if not isinstance(tag_weights, Mapping):
-        raise ValueError(f"tag_weights must be a mapping of tag -> weight, e.g. {{1: 1.5}}, got {tag_weights!r}")
-    checked: dict[int, float] = {}
-    for tag, weight in tag_weights.items():
-        if not isinstance(tag, Integral) or tag_of(tag) != tag:  # tag_of also refuses a bool
-            raise ValueError(f"tag_weights keys must be integer tags, got {tag!r}")
-        if not is_sampling_weight(weight):
-            raise ValueError(f"tag_weights[{tag!r}] must be a finite number > 0, got {weight!r}")
-        checked[int(tag)] = float(weight)
-    return checked
-
-
-class TagWeightedReplayBuffer(TaggedReplayBuffer):
-    """
-    A ``TaggedReplayBuffer`` that samples each stored transition with probability proportional to a fixed
-    weight of its tag, and so uniformly among the transitions of one tag: it over- or under-samples whole
-    regimes with no TD errors, no priorities to write back and no importance weights (its batches carry none,
-    so ``sb3_per``'s algorithms apply their uniform loss). The comparison uses it as an ablation of
-    prioritized replay: PER's share of each regime without PER's choice of transitions within a regime.
-
-    Draws are independent, with replacement (as SB3's uniform buffer), from a sum tree over the stored
-    transitions' weights, by NumPy's global generator (which SB3's ``set_random_seed`` seeds).
-
-    :param buffer_size: Max number of elements in the buffer
-    :param observation_space: Observation space
-    :param action_space: Action space
-    :param device: PyTorch device
-    :param n_envs: Number of parallel environments
-    :param optimize_memory_usage: must be False (SB3's memory-saving layout cannot sample an arbitrary leaf)
-    :param handle_timeout_termination: Handle timeout termination (due to timelimit)
-        separately and treat the task as infinite horizon task (SB3 issue #284)
-    :param tag_key: The ``info`` key whose integer value tags each transition (required)
-    :param tag_weights: sampling weight of each tag value, finite and > 0; a tag it does not list (``UNKNOWN_TAG``
-        included) weighs 1, so ``None`` samples uniformly
+    :param n_slots: the number of tag slots to start with
     """
 
-    def __init__(
-        self,
-        buffer_size: int,
-        observation_space: spaces.Space,
-        action_space: spaces.Space,
-        device: th.device | str = "auto",
-        n_envs: int = 1,
-        optimize_memory_usage: bool = False,
-        handle_timeout_termination: bool = True,
-        tag_key: str | None = None,
-        tag_weights: Mapping[int, float] | None = None,
-    ):
-        self.tag_weights = checked_tag_weights(tag_weights)
-        if optimize_memory_usage:
-            raise ValueError(
-                "TagWeightedReplayBuffer samples any stored transition, which SB3's optimize_memory_usage layout "
-                "cannot (its newest transition has no next observation yet): got optimize_memory_usage=True"
-            )
-        super().__init__(
-            buffer_size,
-            observation_space,
-            action_space,
-            device=device,
-            n_envs=n_envs,
-            handle_timeout_termination=handle_timeout_termination,
-            tag_key=tag_key,
-        )
-        self._weights = SumTree(self.buffer_size * self.n_envs)
+    def __init__(self, n_slots: int) -> None:
+        self.sums: np.ndarray = np.zeros(n_slots)
 
-    def reset(self) -> None:
-        super().reset()
-        self._weights = SumTree(self.buffer_size * self.n_envs)
+    def grow(self, n_slots: int) -> None:
+        """Make room for ``n_slots`` slots (new ones hold no mass)."""
+        missing = n_slots - len(self.sums)
+        if missing:
+            self.sums = np.concatenate([self.sums, np.zeros(missing)])
 
-    def add(
-        self,
-        obs: np.ndarray,
-        next_obs: np.ndarray,
-        action: np.ndarray,
-        reward: np.ndarray,
-        done: np.ndarray,
-        infos: list[dict[str, Any]],
-    ) -> None:
-        """Store one step of every env, as SB3's ``ReplayBuffer.add``, with the sampling weight of its tag."""
-        leaves = self.pos * self.n_envs + np.arange(self.n_envs)
-        super().add(obs, next_obs, action, reward, done, infos)
-        tags = self._tag_values[self._tag_slot[leaves]]
-        self._weights.update(leaves, np.array([self.tag_weights.get(int(tag), 1.0) for tag in tags]))
+    def add(self, slots: np.ndarray, amounts: np.ndarray) -> None:
+        """Add each amount to its slot's mass."""
+        self.sums += np.bincount(slots, weights=amounts, minlength=len(self.sums))
 
-    def sample(self, batch_size: int, env: VecNormalize | None = None) -> TaggedReplayBufferSamples:  # type: ignore[override]
+    def resum(self, slots: np.ndarray, stored: np.ndarray) -> None:
         """
-        ``batch_size`` transitions, each drawn with probability proportional to its tag's weight.
+        Every slot's mass summed afresh.
 
-        :param batch_size: Number of element to sample
-        :param env: associated gym VecEnv to normalize the observations/rewards when sampling
+        :param slots: the slot of each stored leaf (-1 for one not tagged yet: a rescale inside ``add`` comes after
+            SB3 stored the step but before its tags are, and those leaves' mass enters their tags with the add itself)
+        :param stored: each stored leaf's priority
         """
-        if self._weights.total <= 0.0:
-            raise ValueError("cannot sample from an empty TagWeightedReplayBuffer: add transitions first")
-        leaves = self._weights.find(np.random.uniform(0.0, self._weights.total, size=batch_size))  # noqa: NPY002
-        return self._samples_at(leaves // self.n_envs, leaves % self.n_envs, env)
+        tagged = slots >= 0
+        self.sums = np.bincount(slots[tagged], weights=stored[tagged], minlength=len(self.sums))
+
+    def shares(self, tag_values: np.ndarray, present: np.ndarray) -> dict[int, float]:
+        """
+        :param tag_values: the tag of each slot
+        :param present: whether each slot's tag is stored
+        :return: each stored tag's share of the mass (empty while there is none)
+        """
+        # Adjusted by differences, a tag's sum can end a hair below zero once its mass is gone.
+        sums = np.maximum(self.sums[present], 0.0)
+        total = sums.sum()
+        if total <= 0.0:
+            return {}
+        return dict(zip(tag_values[present].tolist(), (sums / total).tolist(), strict=True))

@@ -13,7 +13,9 @@ from stable_baselines3.common.type_aliases import GymEnv, Schedule
 from stable_baselines3.common.utils import polyak_update
 from stable_baselines3.sac.policies import SACPolicy
 
-from sb3_per.per_algorithm import CriticLoss, PrioritizedReplayMixin, TrainingCallRecord, td_errors_for_priorities
+from sb3_per.per_algorithm import PrioritizedReplayMixin
+from sb3_per.schemes import BatchSource, CriticStep, ReplayScheme
+from sb3_per.schemes.base import CriticLoss
 
 
 class PolicySample(NamedTuple):
@@ -37,21 +39,19 @@ class SAC(PrioritizedReplayMixin, stable_baselines3.SAC):
     Soft Actor-Critic (SAC) that makes use of a ``PrioritizedReplayBuffer``: a drop-in subclass of
     ``stable_baselines3.SAC``.
 
-    With a ``PrioritizedReplayBuffer`` (``replay_buffer_class=PrioritizedReplayBuffer``), each gradient step
+    With a ``PrioritizedReplayBuffer`` (``replay_buffer_class=PrioritizedReplayBuffer``), each gradient step trains
+    as its ``replay_scheme`` says (``sb3_per.schemes``), ``PER()`` by default:
 
-    - weights the critic loss by the sampled importance-sampling weights ``w``:
+    - the critic loss is weighted by the sampled importance-sampling weights ``w``:
       ``0.5 * sum_i mean(w * (Q_i - y) ** 2)`` (the actor and entropy losses are unchanged), and
-    - after the critic's optimizer step, writes back the priorities of the sampled transitions from the
-      TD errors of that same forward pass, combined over the critics as ``td_error_reduction`` says.
+    - after the critic's optimizer step, the priorities of the sampled transitions are written back from the
+      TD errors of that same forward pass.
 
-    Each training call also logs ``train/per_beta`` (the IS exponent of its first batch),
-    ``train/per_weight_mean`` (mean IS weight of its batches), ``train/per_priority_mean`` and
-    ``train/per_priority_max`` (mean priority of the stored transitions and the buffer's largest priority,
-    both raised to ``alpha``, after the write-back).
+    Each training call also logs the scheme's keys (``PER``: ``train/per_beta``, ``train/per_weight_mean``,
+    ``train/per_priority_mean``, ``train/per_priority_max``).
 
-    With any other replay buffer and ``per_mode="per"`` it is exactly ``stable_baselines3.SAC``: its ``train``
-    runs unchanged. ``per_mode="lap"`` and ``"pal"`` replace the loss and the priorities (see
-    ``PrioritizedReplayMixin``; LAP logs only the two priority keys, PAL none).
+    With any other replay buffer and ``replay_scheme=None`` it is exactly ``stable_baselines3.SAC``: its ``train``
+    runs unchanged.
 
     :param policy: The policy model to use (MlpPolicy, CnnPolicy, ...)
     :param env: The environment to learn from (if registered in Gym, can be str)
@@ -101,24 +101,9 @@ class SAC(PrioritizedReplayMixin, stable_baselines3.SAC):
     :param seed: Seed for the pseudo random generators
     :param device: Device (cpu, cuda, ...) on which the code should be run.
         Setting it to auto, the code will be run on the GPU if possible.
-    :param td_error_reduction: How the twin critics' TD errors become one priority signal per transition:
-        ``"mean"`` of ``|Q_i - y|`` over the critics, or ``"max"`` of ``|Q_i - y|`` (as LAP, Fujimoto et al.
-        2020, does). ``None`` (default): the max for ``per_mode="lap"`` and ``"pal"``, the mean for ``"per"``.
-        Used with a prioritized buffer, and by PAL.
-    :param per_mode: What the critic loss and the priorities are: ``"per"`` (default, the IS-weighted loss
-        above), ``"lap"`` (LAP, with a proportional ``PrioritizedReplayBuffer``), ``"pal"`` (PAL, with
-        uniform replay; both Fujimoto, Meger & Precup 2020) or ``"la3p"`` (LA3P, Saglam et al. 2023, with a
-        ``PrioritizedReplayBuffer(inverse_sampling=True)``). Formulas in ``PrioritizedReplayMixin``.
-    :param pal_alpha: PAL's exponent (``per_mode="pal"`` only)
-    :param lap_min_priority: LAP's minimum priority and Huber threshold, also PAL's threshold (default 1, as in
-        the paper's continuous control; its authors use 0.01 for Atari)
-    :param la3p_fraction: LA3P's prioritized share ``lambda`` of each batch, in (0, 1] (``per_mode="la3p"``)
-    :param la3p_budget: LA3P's schedule: ``"matched"`` (default; the optimizer steps of uniform replay, on batches
-        of ``batch_size``) or ``"paper"`` (the authors' two critic and two actor steps on parts of the batch)
-    :param uniform_actor_batch: Whether the actor and entropy-coefficient steps train on a batch of their own,
-        sampled uniformly from the prioritized buffer, while the critic trains on the prioritized batch
-        (``per_mode="per"`` or ``"lap"``; default False: one batch for all). An ablation: prioritized replay for
-        the critic only.
+    :param replay_scheme: What each gradient step trains on, its critic loss and its priorities: ``PER()``,
+        ``LAP()``, ``PAL()``, ``LA3P()`` (``sb3_per.schemes``, one class per paper, each with its parameters).
+        ``None`` (default): ``PER()`` with a prioritized buffer, SB3's own training with any other
     :param _init_setup_model: Whether or not to build the network at the creation of the instance
     """
 
@@ -151,18 +136,10 @@ class SAC(PrioritizedReplayMixin, stable_baselines3.SAC):
         verbose: int = 0,
         seed: int | None = None,
         device: th.device | str = "auto",
-        td_error_reduction: str | None = None,
-        per_mode: str = "per",
-        pal_alpha: float = 0.4,
-        lap_min_priority: float = 1.0,
-        la3p_fraction: float = 0.5,
-        la3p_budget: str = "matched",
-        uniform_actor_batch: bool = False,
+        replay_scheme: ReplayScheme | None = None,
         _init_setup_model: bool = True,
     ):
-        self._init_replay_options(
-            per_mode, td_error_reduction, pal_alpha, lap_min_priority, la3p_fraction, la3p_budget, uniform_actor_batch
-        )
+        self._init_replay_scheme(replay_scheme)
         super().__init__(
             policy,
             env,
@@ -194,14 +171,14 @@ class SAC(PrioritizedReplayMixin, stable_baselines3.SAC):
             _init_setup_model=_init_setup_model,
         )
 
-    def _train_per(
-        self, buffer: ReplayBuffer, gradient_steps: int, batch_size: int, record: TrainingCallRecord
+    def _train_with_scheme(
+        self, scheme: ReplayScheme, batches: BatchSource, gradient_steps: int, batch_size: int
     ) -> None:
         """
         SB3's ``SAC.train`` (as of stable-baselines3 2.9), its gradient step split into ``_entropy_step``,
-        ``_critic_step`` and ``_actor_step``, run on each update of ``_replay_updates`` (one batch for all three
-        unless ``per_mode`` or ``uniform_actor_batch`` says otherwise; the target networks follow each update),
-        with the priority write-back after each critic step (``PER:``).
+        ``_critic_step`` and ``_actor_step``, run on each update the scheme gives (one batch for all three unless
+        it says otherwise; the target networks follow each update), with the priority write-back after each critic
+        step (``PER:``).
         """
         # Switch to train mode (this affects batch norm / dropout)
         self.policy.set_training_mode(True)
@@ -217,7 +194,7 @@ class SAC(PrioritizedReplayMixin, stable_baselines3.SAC):
         actor_losses, critic_losses = [], []
 
         for gradient_step in range(gradient_steps):
-            for update in self._replay_updates(buffer, batch_size, record):
+            for update in self._updates(scheme, batches, batch_size, True, self._sb3_critic_loss):
                 # We need to sample because `log_std` may have changed between two gradient steps
                 if self.use_sde:
                     self.actor.reset_noise()
@@ -227,9 +204,9 @@ class SAC(PrioritizedReplayMixin, stable_baselines3.SAC):
                     ent_coef_losses.append(policy_sample.ent_coef_loss.item())
                 ent_coefs.append(policy_sample.ent_coef.item())
 
-                critic_loss, td_errors = self._critic_step(update.critic_batch, update.critic_loss, policy_sample)
+                critic_loss, step = self._critic_step(update.critic_batch, update.critic_loss, policy_sample)
                 critic_losses.append(critic_loss.item())
-                self._after_critic_step(buffer, update.critic_batch, td_errors, record)  # PER
+                self._write_back(scheme, batches, step)  # PER
 
                 actor_loss = self._actor_step(update.actor_batch, policy_sample)
                 actor_losses.append(actor_loss.item())
@@ -281,15 +258,14 @@ class SAC(PrioritizedReplayMixin, stable_baselines3.SAC):
 
     def _critic_step(
         self, replay_data: Any, critic_loss_of: CriticLoss, policy_sample: PolicySample
-    ) -> tuple[th.Tensor, th.Tensor]:
+    ) -> tuple[th.Tensor, CriticStep]:
         """
-        SB3's critic step, on the critic's batch, with the loss ``per_mode`` gives it.
+        SB3's critic step, on the critic's batch, with the loss the replay scheme gives it.
 
         :param replay_data: the critic's batch
         :param critic_loss_of: its loss, from the critics' Q-values and the TD targets
         :param policy_sample: the entropy step's output (its entropy coefficient enters the targets)
-        :return: the critic loss, and the batch's absolute TD errors (shape (batch_size,), combined over the
-            critics as ``td_error_reduction`` says) from the same forward pass
+        :return: the critic loss, and what the step computed (Q-values and targets of the same forward pass)
         """
         ent_coef = policy_sample.ent_coef
         # For n-step replay, discount factor is gamma**n_steps (when no early termination)
@@ -310,14 +286,14 @@ class SAC(PrioritizedReplayMixin, stable_baselines3.SAC):
         # using action from the replay buffer
         current_q_values = self.critic(replay_data.observations, replay_data.actions)
 
-        # Compute critic loss (PER: as per_mode says)
+        # Compute critic loss (PER: as the replay scheme says)
         critic_loss = critic_loss_of(current_q_values, target_q_values)
 
         # Optimize the critic
         self.critic.optimizer.zero_grad()
         critic_loss.backward()
         self.critic.optimizer.step()
-        return critic_loss, td_errors_for_priorities(current_q_values, target_q_values, self.td_error_reduction)
+        return critic_loss, CriticStep(replay_data, current_q_values, target_q_values)
 
     def _actor_step(self, replay_data: Any, policy_sample: PolicySample) -> th.Tensor:
         """

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import stable_baselines3
@@ -15,7 +15,9 @@ from stable_baselines3.common.type_aliases import GymEnv, Schedule
 from stable_baselines3.common.utils import polyak_update
 from stable_baselines3.td3.policies import Actor, TD3Policy
 
-from sb3_per.per_algorithm import CriticLoss, PrioritizedReplayMixin, TrainingCallRecord, td_errors_for_priorities
+from sb3_per.per_algorithm import PrioritizedReplayMixin
+from sb3_per.schemes import BatchSource, CriticStep, ReplayScheme
+from sb3_per.schemes.base import CriticLoss
 
 
 class TD3TrainingSteps(PrioritizedReplayMixin):
@@ -24,7 +26,7 @@ class TD3TrainingSteps(PrioritizedReplayMixin):
     ``sb3_per.TD3`` and ``sb3_per.DDPG`` (SB3's DDPG trains with ``TD3.train``).
     """
 
-    critic_loss_scale = 1.0  # SB3's TD3 loss is the plain sum over critics of their MSEs
+    critic_loss_scale: ClassVar[float] = 1.0  # SB3's TD3 loss is the plain sum over critics of their MSEs
 
     # Set by SB3's TD3 (the host class)
     policy: TD3Policy
@@ -43,14 +45,14 @@ class TD3TrainingSteps(PrioritizedReplayMixin):
     _n_updates: int
     _update_learning_rate: Callable[[list[th.optim.Optimizer] | th.optim.Optimizer], None]
 
-    def _train_per(
-        self, buffer: ReplayBuffer, gradient_steps: int, batch_size: int, record: TrainingCallRecord
+    def _train_with_scheme(
+        self, scheme: ReplayScheme, batches: BatchSource, gradient_steps: int, batch_size: int
     ) -> None:
         """
         SB3's ``TD3.train`` (as of stable-baselines3 2.9), its gradient step split into ``_critic_step`` and the
-        delayed ``_actor_step``, run on each update of ``_replay_updates`` (one batch for both unless ``per_mode``
-        or ``uniform_actor_batch`` says otherwise; the target networks follow each delayed actor step), with the
-        priority write-back after each critic step (``PER:``; every step, not only every ``policy_delay``).
+        delayed ``_actor_step``, run on each update the scheme gives (one batch for both unless it says otherwise;
+        the target networks follow each delayed actor step), with the priority write-back after each critic step
+        (``PER:``; every step, not only every ``policy_delay``).
         """
         # Switch to train mode (this affects batch norm / dropout)
         self.policy.set_training_mode(True)
@@ -63,10 +65,10 @@ class TD3TrainingSteps(PrioritizedReplayMixin):
             self._n_updates += 1
             # Delayed policy updates
             delayed_update = self._n_updates % self.policy_delay == 0
-            for update in self._replay_updates(buffer, batch_size, record, train_actor=delayed_update):
-                critic_loss, td_errors = self._critic_step(update.critic_batch, update.critic_loss)
+            for update in self._updates(scheme, batches, batch_size, delayed_update, self._sb3_critic_loss):
+                critic_loss, step = self._critic_step(update.critic_batch, update.critic_loss)
                 critic_losses.append(critic_loss.item())
-                self._after_critic_step(buffer, update.critic_batch, td_errors, record)  # PER
+                self._write_back(scheme, batches, step)  # PER
 
                 if delayed_update:
                     actor_losses.append(self._actor_step(update.actor_batch).item())
@@ -82,14 +84,13 @@ class TD3TrainingSteps(PrioritizedReplayMixin):
             self.logger.record("train/actor_loss", np.mean(actor_losses))
         self.logger.record("train/critic_loss", np.mean(critic_losses))
 
-    def _critic_step(self, replay_data: Any, critic_loss_of: CriticLoss) -> tuple[th.Tensor, th.Tensor]:
+    def _critic_step(self, replay_data: Any, critic_loss_of: CriticLoss) -> tuple[th.Tensor, CriticStep]:
         """
-        SB3's critic step, on the critic's batch, with the loss ``per_mode`` gives it.
+        SB3's critic step, on the critic's batch, with the loss the replay scheme gives it.
 
         :param replay_data: the critic's batch
         :param critic_loss_of: its loss, from the critics' Q-values and the TD targets
-        :return: the critic loss, and the batch's absolute TD errors (shape (batch_size,), combined over the
-            critics as ``td_error_reduction`` says) from the same forward pass
+        :return: the critic loss, and what the step computed (Q-values and targets of the same forward pass)
         """
         # For n-step replay, discount factor is gamma**n_steps (when no early termination)
         discounts = replay_data.discounts if replay_data.discounts is not None else self.gamma
@@ -108,14 +109,14 @@ class TD3TrainingSteps(PrioritizedReplayMixin):
         # Get current Q-values estimates for each critic network
         current_q_values = self.critic(replay_data.observations, replay_data.actions)
 
-        # Compute critic loss (PER: as per_mode says)
+        # Compute critic loss (PER: as the replay scheme says)
         critic_loss = critic_loss_of(current_q_values, target_q_values)
 
         # Optimize the critics
         self.critic.optimizer.zero_grad()
         critic_loss.backward()
         self.critic.optimizer.step()
-        return critic_loss, td_errors_for_priorities(current_q_values, target_q_values, self.td_error_reduction)
+        return critic_loss, CriticStep(replay_data, current_q_values, target_q_values)
 
     def _actor_step(self, replay_data: Any) -> th.Tensor:
         """
@@ -139,42 +140,24 @@ class TD3(TD3TrainingSteps, stable_baselines3.TD3):
     Twin Delayed DDPG (TD3) that makes use of a ``PrioritizedReplayBuffer``: a drop-in subclass of
     ``stable_baselines3.TD3``.
 
-    With a ``PrioritizedReplayBuffer`` (``replay_buffer_class=PrioritizedReplayBuffer``), each gradient step
+    With a ``PrioritizedReplayBuffer`` (``replay_buffer_class=PrioritizedReplayBuffer``), each gradient step trains
+    as its ``replay_scheme`` says (``sb3_per.schemes``), ``PER()`` by default:
 
-    - weights the critic loss by the sampled importance-sampling weights ``w``:
+    - the critic loss is weighted by the sampled importance-sampling weights ``w``:
       ``sum_i mean(w * (Q_i - y) ** 2)`` (SB3's ``sum_i F.mse_loss(Q_i, y)`` when all ``w`` are one;
       the delayed actor loss is unchanged), and
-    - after the critics' optimizer step (every step, not only every ``policy_delay``), writes back the
-      priorities of the sampled transitions from the TD errors of that same forward pass, combined over
-      the critics as ``td_error_reduction`` says.
+    - after the critics' optimizer step (every step, not only every ``policy_delay``), the priorities of the
+      sampled transitions are written back from the TD errors of that same forward pass.
 
-    Each training call also logs ``train/per_beta``, ``train/per_weight_mean``, ``train/per_priority_mean``
-    and ``train/per_priority_max``, as ``sb3_per.SAC`` does.
-
-    With any other replay buffer and ``per_mode="per"`` it is exactly ``stable_baselines3.TD3``: its ``train``
-    runs unchanged. ``per_mode="lap"`` and ``"pal"`` replace the loss and the priorities (see
-    ``PrioritizedReplayMixin``; LAP logs only the two priority keys, PAL none).
+    Each training call also logs the scheme's keys, as ``sb3_per.SAC`` does. With any other replay buffer and
+    ``replay_scheme=None`` it is exactly ``stable_baselines3.TD3``: its ``train`` runs unchanged.
 
     The parameters are those of ``stable_baselines3.TD3`` (``replay_buffer_class=PrioritizedReplayBuffer`` for
     prioritized replay, with its options ``alpha``, ``beta_start``, ... in ``replay_buffer_kwargs``), plus:
 
-    :param td_error_reduction: How the twin critics' TD errors become one priority signal per transition:
-        ``"mean"`` of ``|Q_i - y|`` over the critics, or ``"max"`` of ``|Q_i - y|`` (as LAP, Fujimoto et al.
-        2020, does). ``None`` (default): the max for ``per_mode="lap"`` and ``"pal"``, the mean for ``"per"``.
-        Used with a prioritized buffer, and by PAL.
-    :param per_mode: What the critic loss and the priorities are: ``"per"`` (default, the IS-weighted loss
-        above), ``"lap"`` (LAP, with a proportional ``PrioritizedReplayBuffer``), ``"pal"`` (PAL, with
-        uniform replay; both Fujimoto, Meger & Precup 2020) or ``"la3p"`` (LA3P, Saglam et al. 2023, with a
-        ``PrioritizedReplayBuffer(inverse_sampling=True)``). Formulas in ``PrioritizedReplayMixin``.
-    :param pal_alpha: PAL's exponent (``per_mode="pal"`` only)
-    :param lap_min_priority: LAP's minimum priority and Huber threshold, also PAL's threshold (default 1, as in
-        the paper's continuous control)
-    :param la3p_fraction: LA3P's prioritized share ``lambda`` of each batch, in (0, 1] (``per_mode="la3p"``)
-    :param la3p_budget: LA3P's schedule: ``"matched"`` (default; the optimizer steps of uniform replay, on batches
-        of ``batch_size``) or ``"paper"`` (the authors' two critic and two actor steps on parts of the batch)
-    :param uniform_actor_batch: Whether the actor step trains on a batch of its own, sampled uniformly from the
-        prioritized buffer, while the critic trains on the prioritized batch (``per_mode="per"`` or ``"lap"``;
-        default False: one batch for both). An ablation: prioritized replay for the critic only.
+    :param replay_scheme: What each gradient step trains on, its critic loss and its priorities: ``PER()``,
+        ``LAP()``, ``PAL()``, ``LA3P()`` (``sb3_per.schemes``). ``None`` (default): ``PER()`` with a prioritized
+        buffer, SB3's own training with any other
     """
 
     # SB3's TD3 narrows these two from its base classes' types (BasePolicy, th.nn.Module). mypy requires the
@@ -209,18 +192,10 @@ class TD3(TD3TrainingSteps, stable_baselines3.TD3):
         verbose: int = 0,
         seed: int | None = None,
         device: th.device | str = "auto",
-        td_error_reduction: str | None = None,
-        per_mode: str = "per",
-        pal_alpha: float = 0.4,
-        lap_min_priority: float = 1.0,
-        la3p_fraction: float = 0.5,
-        la3p_budget: str = "matched",
-        uniform_actor_batch: bool = False,
+        replay_scheme: ReplayScheme | None = None,
         _init_setup_model: bool = True,
     ):
-        self._init_replay_options(
-            per_mode, td_error_reduction, pal_alpha, lap_min_priority, la3p_fraction, la3p_budget, uniform_actor_batch
-        )
+        self._init_replay_scheme(replay_scheme)
         super().__init__(
             policy,
             env,

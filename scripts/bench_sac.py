@@ -58,7 +58,7 @@ def build_models(args: argparse.Namespace) -> dict[str, BaseAlgorithm]:
         models["sb3_per.SAC, LA3P matched"] = sb3_per.SAC(
             "MlpPolicy",
             args.env,
-            per_mode="la3p",
+            replay_scheme=sb3_per.LA3P(),
             replay_buffer_class=PrioritizedReplayBuffer,
             replay_buffer_kwargs={"inverse_sampling": True, "alpha": 0.4},
             **settings,
@@ -104,7 +104,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--control", action="store_true", help="also time sb3_per.SAC with the uniform buffer")
-    parser.add_argument("--la3p", action="store_true", help="also time sb3_per.SAC with per_mode='la3p' (matched)")
+    parser.add_argument("--la3p", action="store_true", help="also time sb3_per.SAC with replay_scheme=LA3P() (matched)")
     parser.add_argument("--telemetry", action="store_true", help="also time PER with a tagged buffer's telemetry")
     args = parser.parse_args()
     th.set_num_threads(1)

@@ -1,0 +1,19 @@
+"""Replay schemes: what one gradient step trains on, its critic loss and its priorities, one class per method."""
+
+from sb3_per.schemes.base import BatchSource, CriticStep, ReplayScheme, ReplayUpdate, TrainingCallRecord
+from sb3_per.schemes.la3p import LA3P
+from sb3_per.schemes.lap import LAP
+from sb3_per.schemes.pal import PAL
+from sb3_per.schemes.per import PER
+
+__all__ = [
+    "LA3P",
+    "LAP",
+    "PAL",
+    "PER",
+    "BatchSource",
+    "CriticStep",
+    "ReplayScheme",
+    "ReplayUpdate",
+    "TrainingCallRecord",
+]

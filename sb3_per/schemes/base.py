@@ -1,0 +1,240 @@
+"""
+What every replay scheme is: the interface an algorithm's training step calls, and the state of one training call
+that the scheme and the algorithm pass between them (never kept on the model).
+
+One gradient step of an algorithm with a scheme::
+
+    for update in scheme.updates(batches, batch_size, train_actor, algorithm_loss):
+        loss, step = algorithm.critic_step(update.critic_batch, update.critic_loss)   # -> CriticStep
+        td_errors = scheme.td_errors(step)                                             # telemetry, priorities
+        buffer.update_priorities(step.batch.indices, scheme.priorities(step, td_errors), step.batch.stamps)
+        algorithm.actor_step(update.actor_batch)                                       # if not None
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, NamedTuple, Protocol
+
+import numpy as np
+import torch as th
+from stable_baselines3.common.buffers import ReplayBuffer
+from stable_baselines3.common.logger import Logger
+from stable_baselines3.common.vec_env import VecNormalize
+
+from sb3_per.buffers import PrioritizedBufferMixin
+from sb3_per.checks import checked_choice
+from sb3_per.schemes.losses import TD_ERROR_REDUCTIONS, absolute_td_errors
+
+# A critic loss: (each critic's Q-values, the TD targets) -> scalar loss
+CriticLoss = Callable[[Sequence[th.Tensor], th.Tensor], th.Tensor]
+
+
+class AlgorithmLoss(Protocol):
+    """The algorithm's own (SB3's) critic loss with each sample weighted (``weights=None``: SB3's loss itself)."""
+
+    def __call__(
+        self, current_q_values: Sequence[th.Tensor], target_q_values: th.Tensor, weights: th.Tensor | None
+    ) -> th.Tensor: ...
+
+
+# What a scheme that prioritizes logs through the model's logger after each training call
+PRIORITY_LOGGER_KEYS = ("train/per_priority_mean", "train/per_priority_max")
+
+
+class ReplayUpdate(NamedTuple):
+    """
+    One critic step and the actor step that follows it: what they train on.
+
+    :param critic_batch: the critic's batch, as the replay buffer's ``sample`` returned it
+    :param critic_loss: the critic's loss for that batch
+    :param actor_batch: the actor's batch; ``None`` where no actor step follows (DQN, TD3's steps between its
+        delayed policy updates)
+    """
+
+    critic_batch: Any
+    critic_loss: CriticLoss
+    actor_batch: Any
+
+
+class CriticStep(NamedTuple):
+    """
+    What one critic step computed, for the priorities written back after it.
+
+    :param batch: the critic's batch
+    :param q_values: each critic's Q-values for the batch's (observation, action) pairs, from the forward pass that
+        gave the loss (before the optimizer step), shape (batch_size, 1) each
+    :param targets: the TD targets ``y``, shape (batch_size, 1), without gradient
+    """
+
+    batch: Any
+    q_values: Sequence[th.Tensor]
+    targets: th.Tensor
+
+
+@dataclass
+class TrainingCallRecord:
+    """
+    What one training call sampled, for its logger statistics and telemetry: made by ``train``, filled by the steps;
+    never kept on the model.
+
+    :param first_beta: the IS exponent of the call's first batch (``None`` without a prioritized buffer)
+    :param tagged: whether the buffer is tagged, so that the telemetry's samples are kept
+    :param weights: the IS weights of the call's critic batches (a scheme that uses them, a prioritized buffer)
+    :param sampled_indices: (tagged) the flat indices of each batch sampled, each batch once
+    :param critic_indices: (tagged) the flat indices of each critic batch, aligned with ``td_errors``
+    :param td_errors: (tagged) each critic batch's absolute TD errors
+    :param actor_indices: (tagged, a scheme whose actor trains on batches of its own) each actor batch's indices
+    """
+
+    first_beta: float | None = None
+    tagged: bool = False
+    weights: list[th.Tensor] = field(default_factory=list)
+    sampled_indices: list[np.ndarray] = field(default_factory=list)
+    critic_indices: list[np.ndarray] = field(default_factory=list)
+    td_errors: list[th.Tensor] = field(default_factory=list)
+    actor_indices: list[np.ndarray] = field(default_factory=list)
+
+
+class BatchSource:
+    """
+    Where a scheme draws the batches of one training call: the replay buffer, the VecNormalize env that normalises
+    what it returns, and the call's record, which keeps the indices of what was drawn where the buffer is tagged.
+
+    :param buffer: the model's replay buffer
+    :param env: the model's VecNormalize env, if any
+    :param record: the training call's record
+    """
+
+    def __init__(self, buffer: ReplayBuffer, env: VecNormalize | None, record: TrainingCallRecord) -> None:
+        self.buffer = buffer
+        self.env = env
+        self.record = record
+
+    def sample(self, batch_size: int) -> Any:
+        """A batch by the buffer's own rule: by priority for a prioritized buffer, uniform for SB3's."""
+        return self._kept(self.buffer.sample(batch_size, env=self.env))
+
+    def sample_uniform(self, batch_size: int) -> Any:
+        """A uniform batch of a prioritized buffer, whatever its priorities."""
+        buffer = self.buffer
+        assert isinstance(buffer, PrioritizedBufferMixin), "schemes check their buffer first"
+        return self._kept(buffer.sample_uniform(batch_size, self.env))
+
+    def sample_inverse(self, batch_size: int) -> Any:
+        """A batch of a prioritized buffer with ``inverse_sampling``, in proportion to ``1 / priority``."""
+        buffer = self.buffer
+        assert isinstance(buffer, PrioritizedBufferMixin), "schemes check their buffer first"
+        return self._kept(buffer.sample(batch_size, env=self.env, inverse=True))
+
+    def _kept(self, batch: Any) -> Any:
+        if self.record.tagged:
+            self.record.sampled_indices.append(batch.indices)
+        return batch
+
+
+@dataclass(frozen=True)
+class ReplayScheme(ABC):
+    """
+    What one gradient step trains on (the critic's and the actor's batches), its critic loss, and the priorities
+    written back from its TD errors: one subclass per method (``PER``, ``LAP``, ``PAL``, ``LA3P``), frozen and
+    checked when made (a bad parameter raises ``ValueError`` naming it).
+
+    Pass an instance to a sb3_per algorithm: ``SAC(..., replay_buffer_class=PrioritizedReplayBuffer,
+    replay_scheme=LAP(min_priority=0.01))``.
+
+    :param td_error_reduction: how several critics' absolute TD errors become one per transition: ``"mean"`` or
+        ``"max"`` of ``|Q_i - y|`` over the critics
+    """
+
+    td_error_reduction: str = "mean"
+
+    #: Whether the scheme trains an actor on batches it chooses (an algorithm without one refuses it)
+    needs_actor: ClassVar[bool] = False
+    #: Whether the scheme's critic loss uses the batches' importance-sampling weights
+    uses_importance_weights: ClassVar[bool] = False
+    #: What the scheme logs through the model's logger after each training call (with a prioritized buffer)
+    logger_keys: ClassVar[tuple[str, ...]] = PRIORITY_LOGGER_KEYS
+
+    def __post_init__(self) -> None:
+        checked_choice("td_error_reduction", self.td_error_reduction, TD_ERROR_REDUCTIONS)
+
+    @property
+    def separate_actor_batches(self) -> bool:
+        """Whether the actor trains on batches other than the critic's."""
+        return False
+
+    def check_algorithm(self, algorithm: str, has_actor: bool) -> None:
+        """
+        Raise ``ValueError`` if the scheme cannot train ``algorithm``.
+
+        :param algorithm: the algorithm's class name
+        :param has_actor: whether it has an actor
+        """
+        if self.needs_actor and not has_actor:
+            raise ValueError(f"{self!r} prioritizes an actor's batches, but {algorithm} has no actor")
+
+    @abstractmethod
+    def check_buffer(self, buffer: ReplayBuffer | None) -> None:
+        """Raise ``ValueError`` if ``buffer`` is not a kind the scheme samples from (the message says which is)."""
+
+    @abstractmethod
+    def updates(
+        self, batches: BatchSource, batch_size: int, train_actor: bool, algorithm_loss: AlgorithmLoss
+    ) -> Iterator[ReplayUpdate]:
+        """
+        The critic and actor steps of one gradient step. Batches are drawn as the steps ask for them, so each is
+        drawn after the previous step's priority write-back.
+
+        :param batches: where to draw the batches
+        :param batch_size: the gradient step's number of transitions
+        :param train_actor: whether an actor step follows (TD3's delayed policy updates; False for DQN)
+        :param algorithm_loss: the algorithm's own critic loss, each sample weighted
+        """
+
+    def td_errors(self, step: CriticStep) -> th.Tensor:
+        """One absolute TD error per transition of the step's batch (detached), combined over the critics."""
+        return absolute_td_errors(step.q_values, step.targets, self.td_error_reduction)
+
+    def priorities(self, step: CriticStep, td_errors: th.Tensor) -> th.Tensor:
+        """
+        What ``update_priorities`` is given for the step's batch (the buffer makes ``(x + epsilon) ** alpha`` of it).
+
+        :param step: the critic step
+        :param td_errors: its ``td_errors``
+        """
+        return td_errors
+
+    def log_statistics(self, logger: Logger, buffer: ReplayBuffer, record: TrainingCallRecord) -> None:
+        """Log ``logger_keys`` for one training call (with a prioritized buffer; one device sync for all)."""
+        if isinstance(buffer, PrioritizedBufferMixin):
+            logger.record("train/per_priority_mean", buffer.mean_priority)
+            logger.record("train/per_priority_max", buffer.max_priority)
+
+
+def check_prioritized_buffer(scheme: ReplayScheme, buffer: ReplayBuffer | None, inverse: bool = False) -> None:
+    """
+    Raise ``ValueError`` unless ``buffer`` is a proportional prioritized buffer whose priorities follow the TD errors
+    (and, with ``inverse``, has ``inverse_sampling=True``): what LAP and LA3P sample from.
+    """
+    prioritized = isinstance(buffer, PrioritizedBufferMixin)
+    if not (isinstance(buffer, PrioritizedBufferMixin) and buffer.prioritization == "proportional"):
+        raise ValueError(
+            f"{scheme!r} samples in proportion to its priorities, but the replay buffer is a "
+            f"{type(buffer).__name__}{' with rank-based prioritization' if prioritized else ''}: use "
+            "PrioritizedReplayBuffer (PrioritizedDictReplayBuffer for Dict observations) with "
+            "prioritization='proportional'"
+        )
+    if not buffer.priorities_follow_td_errors:
+        raise ValueError(
+            f"{scheme!r} sets its priorities from the TD errors, but the replay buffer is a "
+            f"{type(buffer).__name__}, whose priorities never follow them: use PrioritizedReplayBuffer "
+            "(PrioritizedDictReplayBuffer for Dict observations)"
+        )
+    if inverse and not buffer.inverse_sampling:
+        raise ValueError(
+            f"{scheme!r} samples its actor batches in proportion to 1 / priority: make the "
+            f"{type(buffer).__name__} with inverse_sampling=True in replay_buffer_kwargs"
+        )

@@ -1,0 +1,145 @@
+"""LA3P: loss-adjusted approximate actor prioritized experience replay (Saglam, Mutlu, Cicek & Kozat 2023)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, ClassVar
+
+import numpy as np
+import torch as th
+from stable_baselines3.common.buffers import ReplayBuffer
+
+from sb3_per.checks import checked_choice, checked_number
+from sb3_per.schemes.base import (
+    AlgorithmLoss,
+    BatchSource,
+    CriticLoss,
+    CriticStep,
+    ReplayScheme,
+    ReplayUpdate,
+    check_prioritized_buffer,
+)
+from sb3_per.schemes.losses import lap_loss, pal_loss
+
+#: LA3P's schedules (see ``LA3P``)
+LA3P_BUDGETS = ("matched", "paper")
+
+
+@dataclass(frozen=True)
+class LA3P(ReplayScheme):
+    """
+    Loss-adjusted approximate actor prioritized experience replay (Saglam, Mutlu, Cicek & Kozat, IEEE TNNLS 2024,
+    "Actor Prioritized Experience Replay", https://arxiv.org/abs/2209.00532; code github.com/baturaysaglam/LA3P), for
+    SAC, TD3 and DDPG.
+
+    With batch size ``N`` and ``lambda = fraction``, each gradient step takes a uniform batch of ``N - int(lambda N)``
+    (critic with PAL's loss, and actor), a critic batch of ``int(lambda N)`` sampled by LAP's priorities (LAP's loss)
+    and an actor batch of ``int(lambda N)`` sampled in proportion to ``1 / priority``; priorities
+    ``max(|d|, min_priority)`` are written back from both critic batches. ``budget="matched"`` (default) makes one
+    critic step on the uniform + prioritized parts (each with its loss, averaged over the ``N`` transitions) and one
+    actor step on the uniform + inverse parts: the optimizer steps of uniform SAC/TD3, on batches of ``N``.
+    ``"paper"`` is the authors' schedule: critic and actor steps on the uniform part, then a critic step on the
+    prioritized and an actor step on the inverse part, the target networks updated after each pair. Needs a
+    proportional ``PrioritizedReplayBuffer`` with ``inverse_sampling=True``. Logs ``train/per_priority_mean`` and
+    ``train/per_priority_max``.
+
+    Deviations from the authors' code: ``budget="matched"`` is this library's (theirs is ``"paper"``); the uniform
+    batch's priorities are written back as the others (as theirs); SAC's entropy-coefficient step runs before the
+    critic step on the actor's batch (SB3's order; theirs follows the actor step), so the actor batch is sampled
+    before that step's priority write-back, and TD3/DDPG sample it there too, before the critic step (theirs after
+    the prioritized part's write-back); the prioritized part has ``max(1, int(lambda N))`` transitions and the uniform
+    part the rest (theirs ``int((1 - lambda) N)``); the inverse priorities are kept in a sum tree in step with the
+    priorities (theirs rebuilt over the filled prefix each step, stale once the ring wraps); TD3's delayed actor
+    steps sample no inverse batch, as theirs.
+
+    :param fraction: the prioritized share ``lambda`` of each batch, in (0, 1] (0.5, as the authors)
+    :param budget: ``"matched"`` (default) or ``"paper"``, see above
+    :param pal_alpha: the exponent of PAL's loss on the uniform part (0.4, LAP's priority exponent)
+    :param min_priority: LAP's priority floor and Huber threshold, also PAL's threshold (1, as the authors)
+    :param td_error_reduction: how the twin critics' absolute TD errors become one per transition: ``"max"``
+        (default, the authors') or ``"mean"``
+    """
+
+    fraction: float = 0.5
+    budget: str = "matched"
+    pal_alpha: float = 0.4
+    min_priority: float = 1.0
+    td_error_reduction: str = "max"
+
+    needs_actor: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        checked_number("fraction", self.fraction, low=0.0, high=1.0, low_open=True)
+        checked_choice("budget", self.budget, LA3P_BUDGETS)
+        checked_number("pal_alpha", self.pal_alpha, low=0.0)
+        checked_number("min_priority", self.min_priority, low=0.0, low_open=True)
+
+    @property
+    def separate_actor_batches(self) -> bool:
+        return True
+
+    def check_buffer(self, buffer: ReplayBuffer | None) -> None:
+        check_prioritized_buffer(self, buffer, inverse=True)
+
+    def updates(
+        self, batches: BatchSource, batch_size: int, train_actor: bool, algorithm_loss: AlgorithmLoss
+    ) -> Iterator[ReplayUpdate]:
+        n_prioritized = max(1, int(batch_size * self.fraction))
+        n_uniform = batch_size - n_prioritized
+        pal = partial(pal_loss, alpha=self.pal_alpha, reduction=self.td_error_reduction, min_priority=self.min_priority)
+        lap = partial(lap_loss, min_priority=self.min_priority)
+        uniform = batches.sample_uniform(n_uniform) if n_uniform else None
+        if self.budget == "paper" and uniform is not None:
+            yield ReplayUpdate(uniform, pal, uniform if train_actor else None)
+        prioritized = batches.sample(n_prioritized)
+        inverse = batches.sample_inverse(n_prioritized) if train_actor else None
+        if self.budget == "paper" or uniform is None:
+            yield ReplayUpdate(prioritized, lap, inverse)
+            return
+        critic_batch = concatenate_samples(uniform, prioritized)
+        actor_batch = concatenate_samples(uniform, inverse) if inverse is not None else None
+        yield ReplayUpdate(critic_batch, partial(la3p_matched_loss, n_uniform=n_uniform, pal=pal, lap=lap), actor_batch)
+
+    def priorities(self, step: CriticStep, td_errors: th.Tensor) -> th.Tensor:
+        return td_errors.clamp(min=self.min_priority)
+
+
+def la3p_matched_loss(
+    current_q_values: Sequence[th.Tensor],
+    target_q_values: th.Tensor,
+    n_uniform: int,
+    pal: CriticLoss,
+    lap: CriticLoss,
+) -> th.Tensor:
+    """
+    LA3P's critic loss on a batch whose first ``n_uniform`` transitions were sampled uniformly (PAL's loss) and
+    the others by priority (LAP's): the mean over the batch, ``(n_u * PAL + n_p * LAP) / (n_u + n_p)``.
+    """
+    n_total = target_q_values.shape[0]
+    uniform = pal([q[:n_uniform] for q in current_q_values], target_q_values[:n_uniform])
+    prioritized = lap([q[n_uniform:] for q in current_q_values], target_q_values[n_uniform:])
+    return (n_uniform * uniform + (n_total - n_uniform) * prioritized) / n_total
+
+
+def concatenate_samples(first: Any, second: Any) -> Any:
+    """
+    One batch made of two of the same kind (``PrioritizedReplayBufferSamples`` or its Dict counterpart), in order.
+
+    :param first: a batch
+    :param second: another batch of the same type
+    :return: the batch of ``len(first) + len(second)`` transitions, of the same type
+    """
+
+    def joined(a: Any, b: Any) -> Any:
+        if a is None:
+            return None
+        if isinstance(a, dict):
+            return {key: th.cat((a[key], b[key])) for key in a}
+        if isinstance(a, np.ndarray):
+            return np.concatenate((a, b))
+        return th.cat((a, b))
+
+    return type(first)(*(joined(a, b) for a, b in zip(first, second, strict=True)))

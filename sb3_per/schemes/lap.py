@@ -1,0 +1,75 @@
+"""LAP: loss-adjusted prioritized replay (Fujimoto, Meger & Precup 2020)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import partial
+
+import torch as th
+from stable_baselines3.common.buffers import ReplayBuffer
+
+from sb3_per.checks import checked_bool, checked_number
+from sb3_per.schemes.base import (
+    AlgorithmLoss,
+    BatchSource,
+    CriticStep,
+    ReplayScheme,
+    ReplayUpdate,
+    check_prioritized_buffer,
+)
+from sb3_per.schemes.losses import lap_loss
+
+
+@dataclass(frozen=True)
+class LAP(ReplayScheme):
+    """
+    Loss-adjusted prioritized replay (Fujimoto, Meger & Precup, NeurIPS 2020, "An Equivalence between Loss Functions
+    and Non-Uniform Sampling in Experience Replay", https://arxiv.org/abs/2007.06049; code
+    github.com/sfujim/LAP-PAL).
+
+    Batches are sampled in proportion to ``max(|d_i|, kappa) ** alpha`` (``kappa = min_priority``; the buffer's
+    ``alpha``, 0.4 in the paper) and the critic's loss is the unweighted Huber loss with threshold ``kappa``, summed
+    over the critics (``lap_loss``): in expectation the gradient of the mean squared error under uniform sampling.
+    The importance-sampling weights are not used. Needs a proportional ``PrioritizedReplayBuffer`` whose priorities
+    follow the TD errors. Logs ``train/per_priority_mean`` and ``train/per_priority_max``.
+
+    Deviations from the authors' code: the priority written is ``(max(|d|, kappa) + epsilon) ** alpha`` (the buffer
+    adds its epsilon, 1e-6 by default, which theirs does not); new transitions enter at the largest priority seen so
+    far, as theirs; the algorithms' training steps are SB3's (theirs TD3 and DDQN with their own settings).
+
+    :param min_priority: the priority floor and Huber threshold ``kappa``: 1 in the paper's continuous control (where
+        it makes LAP uniform replay whenever every ``|d| < 1``), 0.01 for Atari; set it relative to the task's TD
+        errors
+    :param td_error_reduction: how the twin critics' absolute TD errors become one per transition: ``"max"``
+        (default, the authors') or ``"mean"``
+    :param uniform_actor_batch: an ablation, as ``PER``'s: the actor trains on a uniform batch of its own
+    """
+
+    min_priority: float = 1.0
+    td_error_reduction: str = "max"
+    uniform_actor_batch: bool = False
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        checked_number("min_priority", self.min_priority, low=0.0, low_open=True)
+        checked_bool("uniform_actor_batch", self.uniform_actor_batch)
+
+    @property
+    def separate_actor_batches(self) -> bool:
+        return self.uniform_actor_batch
+
+    def check_buffer(self, buffer: ReplayBuffer | None) -> None:
+        check_prioritized_buffer(self, buffer)
+
+    def updates(
+        self, batches: BatchSource, batch_size: int, train_actor: bool, algorithm_loss: AlgorithmLoss
+    ) -> Iterator[ReplayUpdate]:
+        batch = batches.sample(batch_size)
+        actor_batch = batch if train_actor else None
+        if self.uniform_actor_batch and train_actor:
+            actor_batch = batches.sample_uniform(batch_size)
+        yield ReplayUpdate(batch, partial(lap_loss, min_priority=self.min_priority), actor_batch)
+
+    def priorities(self, step: CriticStep, td_errors: th.Tensor) -> th.Tensor:
+        return td_errors.clamp(min=self.min_priority)

@@ -1,0 +1,90 @@
+"""PER: prioritized experience replay with an importance-weighted critic loss (Schaul et al. 2016)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import partial
+from typing import ClassVar
+
+import torch as th
+from stable_baselines3.common.buffers import ReplayBuffer
+from stable_baselines3.common.logger import Logger
+
+from sb3_per.buffers import PrioritizedBufferMixin
+from sb3_per.checks import checked_bool
+from sb3_per.schemes.base import (
+    PRIORITY_LOGGER_KEYS,
+    AlgorithmLoss,
+    BatchSource,
+    ReplayScheme,
+    ReplayUpdate,
+    TrainingCallRecord,
+)
+
+
+@dataclass(frozen=True)
+class PER(ReplayScheme):
+    """
+    Prioritized experience replay (Schaul, Quan, Antonoglou & Silver, ICLR 2016, https://arxiv.org/abs/1511.05952):
+    the default with a prioritized buffer.
+
+    Each gradient step trains the critic (and the actor) on one batch sampled by priority, with the algorithm's own
+    critic loss, each sample weighted by its importance-sampling weight ``w_i`` (SAC: ``0.5 * sum_k mean(w * (Q_k -
+    y) ** 2)``; TD3, DDPG: the same without the 0.5; DQN: ``mean(w * huber(Q - y))``); after the critic's optimizer
+    step, each sampled transition's priority becomes ``(|d_i| + epsilon) ** alpha``, ``d_i`` the TD error of that
+    same forward pass (the buffer applies epsilon and alpha). With a buffer that is not prioritized the batches carry
+    no weights and the loss is SB3's.
+
+    Each training call logs ``train/per_beta`` (the IS exponent of its first batch), ``train/per_weight_mean`` (the
+    mean IS weight of its critic batches), ``train/per_priority_mean`` and ``train/per_priority_max`` (the stored
+    transitions' mean priority and the largest, raised to alpha, after the write-back).
+
+    Deviations from the paper's DQN (Algorithm 1): the algorithms' own training steps (SB3's), not Double DQN; priority
+    write-back after each gradient step; new transitions enter at the largest priority seen so far, as there.
+
+    :param td_error_reduction: how the twin critics' absolute TD errors become one per transition: ``"mean"``
+        (default) or ``"max"`` of ``|Q_k - y|`` (one critic: both are ``|Q - y|``)
+    :param uniform_actor_batch: an ablation: the actor (and SAC's entropy coefficient) trains on a batch of its own,
+        sampled uniformly from the prioritized buffer after the critic's batch, so that prioritized replay serves the
+        critic only (default False: one batch for both). TD3's and DDPG's steps without an actor update sample none.
+    """
+
+    uniform_actor_batch: bool = False
+
+    uses_importance_weights: ClassVar[bool] = True
+    logger_keys: ClassVar[tuple[str, ...]] = ("train/per_beta", "train/per_weight_mean", *PRIORITY_LOGGER_KEYS)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        checked_bool("uniform_actor_batch", self.uniform_actor_batch)
+
+    @property
+    def separate_actor_batches(self) -> bool:
+        return self.uniform_actor_batch
+
+    def check_buffer(self, buffer: ReplayBuffer | None) -> None:
+        if self.uniform_actor_batch and not isinstance(buffer, PrioritizedBufferMixin):
+            raise ValueError(
+                f"{self!r} samples the actor's batch uniformly beside the critic's prioritized one, but the replay "
+                f"buffer is a {type(buffer).__name__}: use PrioritizedReplayBuffer (PrioritizedDictReplayBuffer for "
+                "Dict observations)"
+            )
+
+    def updates(
+        self, batches: BatchSource, batch_size: int, train_actor: bool, algorithm_loss: AlgorithmLoss
+    ) -> Iterator[ReplayUpdate]:
+        batch = batches.sample(batch_size)
+        actor_batch = batch if train_actor else None
+        if self.uniform_actor_batch and train_actor:
+            actor_batch = batches.sample_uniform(batch_size)
+        # Batches of a uniform buffer carry no weights: SB3's own loss.
+        yield ReplayUpdate(batch, partial(algorithm_loss, weights=getattr(batch, "weights", None)), actor_batch)
+
+    def log_statistics(self, logger: Logger, buffer: ReplayBuffer, record: TrainingCallRecord) -> None:
+        if not isinstance(buffer, PrioritizedBufferMixin):
+            return
+        logger.record("train/per_beta", record.first_beta)
+        if record.weights:
+            logger.record("train/per_weight_mean", th.cat(record.weights).mean().item())
+        super().log_statistics(logger, buffer, record)
