@@ -1,13 +1,20 @@
-"""Gymnasium environments for sb3-per; ``import envs`` registers ``PairsTrading-v0``.
+"""Gymnasium environments for sb3-per; importing the package registers ``PairsTrading-v0``.
 
-The environments know nothing about prioritized replay (nothing here imports ``sb3_per``). Importing is cheap and
-has no global side effects beyond the registration: no simulation, no RNG or warning-filter changes.
+In the repository this folder is ``envs/`` and its code imports it as ``envs``; installed (``pip install sb3-per``),
+it is the package ``sb3_per_envs``, a name no user's own ``envs`` package collides with::
+
+    import gymnasium as gym
+    gym.make("sb3_per_envs:PairsTrading-v0")
+
+Its modules import one another relatively, so either name works. The environments know nothing about prioritized
+replay (nothing here imports ``sb3_per``). Importing is cheap and has no global side effects beyond the
+registration: no simulation, no RNG or warning-filter changes.
 """
 
 from gymnasium.envs.registration import register, registry
 
-from envs.baselines import FlatPolicy, RandomPolicy, ZScorePolicy, run_episodes, zscore_target_position
-from envs.pairs_trading import (
+from .baselines import FlatPolicy, RandomPolicy, ZScorePolicy, run_episodes, zscore_target_position
+from .pairs_trading import (
     FEATURE_NAMES,
     OBS_CORRELATION,
     OBS_POSITION,
@@ -21,7 +28,7 @@ from envs.pairs_trading import (
     SUMMARY_KEYS,
     PairsTradingEnv,
 )
-from envs.price_data import (
+from .price_data import (
     SAMPLE_COLUMNS,
     SAMPLE_CSV_PATH,
     PriceHistory,
@@ -29,13 +36,14 @@ from envs.price_data import (
     load_prices_csv,
     validate_prices,
 )
-from envs.regime_model import BREAK, NORMAL, REGIME_NAMES, STRESS, PairPath, RegimeParams, simulate_path
-from envs.walk_forward import RowRange, walk_forward_env_kwargs, walk_forward_split
+from .regime_model import BREAK, NORMAL, REGIME_NAMES, STRESS, PairPath, RegimeParams, simulate_path
+from .walk_forward import RowRange, walk_forward_env_kwargs, walk_forward_split
 
 ENV_ID = "PairsTrading-v0"
 
 if ENV_ID not in registry:
-    register(id=ENV_ID, entry_point="envs.pairs_trading:PairsTradingEnv")
+    # Under the name this package was imported by (envs or sb3_per_envs), once per process.
+    register(id=ENV_ID, entry_point=f"{__name__}.pairs_trading:PairsTradingEnv")
 
 __all__ = [
     "BREAK",

@@ -11,7 +11,7 @@ from typing import Any, Protocol
 import gymnasium as gym
 import numpy as np
 
-from envs.pairs_trading import OBS_POSITION, OBS_ZSCORE
+from .pairs_trading import OBS_POSITION, OBS_ZSCORE
 
 
 def zscore_target_position(

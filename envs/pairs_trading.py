@@ -10,16 +10,16 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from envs.features import (
+from .features import (
     MARKET_FEATURE_HIGH,
     MARKET_FEATURE_LOW,
     MARKET_FEATURE_NAMES,
     pair_features,
     required_history,
 )
-from envs.price_data import load_prices_csv, validate_prices
-from envs.regime_model import N_REGIMES, REGIME_NAMES, RegimeParams, simulate_path
-from envs.rendering import render_pair_image
+from .price_data import load_prices_csv, validate_prices
+from .regime_model import N_REGIMES, REGIME_NAMES, RegimeParams, simulate_path
+from .rendering import render_pair_image
 
 # Observation columns.
 OBS_ZSCORE, OBS_ZSCORE_CHANGE, OBS_VOL_RATIO, OBS_CORRELATION, OBS_SPREAD_AR1 = range(len(MARKET_FEATURE_NAMES))

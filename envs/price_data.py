@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from envs.regime_model import RegimeParams, simulate_path
+from .regime_model import RegimeParams, simulate_path
 
 SAMPLE_CSV_PATH = Path(__file__).resolve().parent / "data" / "pairs_sample.csv"
 SAMPLE_COLUMNS = ("price_a", "price_b")

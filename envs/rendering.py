@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from envs.regime_model import BREAK, NORMAL, STRESS
+from .regime_model import BREAK, NORMAL, STRESS
 
 WIDTH, HEIGHT = 600, 400
 BACKGROUND = (255, 255, 255)

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from envs.pairs_trading import PairsTradingEnv
-from envs.price_data import load_price_history
+from .pairs_trading import PairsTradingEnv
+from .price_data import load_price_history
 
 RowRange = tuple[int, int]  # half-open [start, stop) range of rows of a price history
 

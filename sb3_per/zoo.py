@@ -6,13 +6,16 @@ is not defined. This launcher, before handing the command line to the zoo unchan
 
 - adds ``per_sac``, ``per_td3``, ``per_ddpg`` and ``per_dqn`` (``sb3_per.SAC``, ``TD3``, ``DDPG``, ``DQN``) to the
   zoo's algorithm table, and to its hyperparameter samplers (as the stock algorithm's), so ``-optimize`` works too;
-- makes ``sb3_per`` and ``PrioritizedReplayBuffer`` resolvable in hyperparameter files and in ``--hyperparams``
-  overrides, e.g. ``replay_buffer_class: sb3_per.PrioritizedReplayBuffer``;
-- imports ``envs``, which registers ``PairsTrading-v0``;
+- makes ``sb3_per``, ``PrioritizedReplayBuffer`` and the replay schemes (``PER``, ``LAP``, ``PAL``, ``LA3P``)
+  resolvable in hyperparameter files and in ``--hyperparams`` overrides, e.g.
+  ``replay_buffer_class: sb3_per.PrioritizedReplayBuffer``;
+- evaluates a ``replay_scheme`` string as the zoo evaluates its other object-valued hyperparameters
+  (``policy_kwargs``, ``replay_buffer_kwargs``), e.g. ``replay_scheme: "LAP(min_priority=0.01)"``;
+- imports ``sb3_per_envs``, which registers ``PairsTrading-v0``;
 - for a ``per_*`` algorithm without ``--conf-file``/``-conf``, uses the hyperparameters shipped with sb3-per,
   ``sb3_per/hyperparams/<algo>.yml`` (the zoo's default folder has none for these names).
 
-Install the zoo with ``pip install -e ".[zoo]"`` from a clone, then::
+Install the zoo with ``pip install "sb3-per[zoo]"`` (from a clone: ``pip install -e ".[zoo]"``), then::
 
     python -m sb3_per.zoo train --algo per_sac --env PairsTrading-v0 -f logs --seed 0
     python -m sb3_per.zoo train --algo per_dqn --env CartPole-v1 -n 20000
@@ -38,6 +41,7 @@ from sb3_per.buffers import PrioritizedReplayBuffer
 from sb3_per.ddpg import DDPG
 from sb3_per.dqn import DQN
 from sb3_per.sac import SAC
+from sb3_per.schemes import LA3P, LAP, PAL, PER
 from sb3_per.td3 import TD3
 
 #: Algorithms added to the zoo's table, with the stock zoo algorithm whose hyperparameter sampler they reuse.
@@ -45,7 +49,13 @@ ZOO_ALGOS: dict[str, type] = {"per_sac": SAC, "per_td3": TD3, "per_ddpg": DDPG, 
 _STOCK_ALGO = {"per_sac": "sac", "per_td3": "td3", "per_ddpg": "ddpg", "per_dqn": "dqn"}
 
 #: Names made resolvable where the zoo evaluates strings of hyperparameter files and of ``--hyperparams``.
-EVAL_NAMES: dict[str, Any] = {"sb3_per": sb3_per, "PrioritizedReplayBuffer": PrioritizedReplayBuffer}
+EVAL_NAMES: dict[str, Any] = {
+    "sb3_per": sb3_per,
+    "PrioritizedReplayBuffer": PrioritizedReplayBuffer,
+    **{scheme.__name__: scheme for scheme in (PER, LAP, PAL, LA3P)},
+}
+#: The hyperparameter whose string value the launcher evaluates, as the zoo evaluates ``policy_kwargs``.
+SCHEME_KEY = "replay_scheme"
 
 #: Folder of the hyperparameter files shipped with sb3-per, one ``<algo>.yml`` per ``per_*`` algorithm.
 HYPERPARAMS_DIR = Path(__file__).resolve().parent / "hyperparams"
@@ -53,7 +63,7 @@ HYPERPARAMS_DIR = Path(__file__).resolve().parent / "hyperparams"
 #: Zoo commands the launcher runs, and the module and function of each.
 COMMANDS: dict[str, tuple[str, str]] = {"train": ("rl_zoo3.train", "train"), "enjoy": ("rl_zoo3.enjoy", "enjoy")}
 
-_INSTALL_HINT = "the RL Zoo launcher needs rl_zoo3: pip install -e '.[zoo]' from the clone"
+_INSTALL_HINT = "the RL Zoo launcher needs rl_zoo3: pip install 'sb3-per[zoo]' (from a clone: pip install -e '.[zoo]')"
 
 
 def _import_zoo_module(name: str) -> ModuleType:
@@ -83,8 +93,9 @@ def register_algorithms() -> dict[str, type]:
     """
     for name in ("rl_zoo3.utils", "rl_zoo3.exp_manager", "rl_zoo3.hyperparams_opt"):
         _import_zoo_module(name)
-    import envs  # noqa: F401  (registers PairsTrading-v0)
+    import sb3_per_envs  # noqa: F401  (registers PairsTrading-v0)
 
+    _evaluate_scheme_strings(sys.modules["rl_zoo3.exp_manager"].ExperimentManager)
     for name, module in list(sys.modules.items()):
         if module is None or not (name == "rl_zoo3" or name.startswith("rl_zoo3.")):
             continue
@@ -102,6 +113,30 @@ def register_algorithms() -> dict[str, type]:
                 if stock in table:
                     table.setdefault(name, table[stock])
     return sys.modules["rl_zoo3.utils"].ALGOS
+
+
+def evaluated_scheme(hyperparams: dict[str, Any]) -> dict[str, Any]:
+    """
+    :param hyperparams: one env's hyperparameters, as the zoo read them
+    :return: them, with a ``replay_scheme`` string (e.g. ``"LAP(min_priority=0.01)"``) evaluated among ``EVAL_NAMES``
+    """
+    scheme = hyperparams.get(SCHEME_KEY)
+    if not isinstance(scheme, str):
+        return hyperparams
+    return {**hyperparams, SCHEME_KEY: eval(scheme, {"__builtins__": {}}, dict(EVAL_NAMES))}
+
+
+def _evaluate_scheme_strings(manager_class: type) -> None:
+    """Make the zoo's ``ExperimentManager`` evaluate ``replay_scheme`` strings where it evaluates its own (once)."""
+    preprocess = manager_class._preprocess_hyperparams
+    if getattr(preprocess, "evaluates_replay_scheme", False):
+        return
+
+    def preprocess_with_scheme(self: Any, hyperparams: dict[str, Any]) -> Any:
+        return preprocess(self, evaluated_scheme(hyperparams))
+
+    preprocess_with_scheme.evaluates_replay_scheme = True  # type: ignore[attr-defined]
+    manager_class._preprocess_hyperparams = preprocess_with_scheme
 
 
 def default_config(algo: str) -> Path:
@@ -143,8 +178,8 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     :param argv: command and its arguments, e.g. ``["train", "--algo", "per_sac", "--env", "PairsTrading-v0"]``;
         ``sys.argv[1:]`` by default. The zoo reads them from ``sys.argv``, which is restored afterwards.
-    :raises ImportError: rl_zoo3 is not installed
-    :raises SystemExit: no or an unknown command (exit status 2), or the zoo's own argument errors
+    :raises SystemExit: no or an unknown command, or rl_zoo3 not installed (exit status 2, one line saying so), or
+        the zoo's own argument errors
     """
     args = list(sys.argv[1:] if argv is None else argv)
     usage = f"usage: python -m sb3_per.zoo {{{','.join(COMMANDS)}}} [zoo options]  (algorithms: {', '.join(ZOO_ALGOS)})"
@@ -157,7 +192,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit(2)
 
     module_name, function_name = COMMANDS[command]
-    run = getattr(_import_zoo_module(module_name), function_name)
+    try:
+        run = getattr(_import_zoo_module(module_name), function_name)
+    except ImportError as error:
+        print(f"python -m sb3_per.zoo: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
     register_algorithms()
     if command == "train":
         command_args = with_default_config(command_args)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Creates .venv (once) and installs sb3-per with the extras given as $1 (default: experiments).
+# Creates .venv (once), installs sb3-per with the extras given as $1 (default: experiments), and puts the clone on its path.
 # torch==2.13.0 is installed first when the venv has no torch: on these machines that pin is a CPU
 # wheel on local disk, while an unpinned torch would pull a multi-GB CUDA build.
 # Each step that has work to do says so in one line; a run with nothing to do prints nothing.
@@ -24,3 +24,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
     .venv/bin/python -m pip install -q -e ".[${extras}]"
     echo "$wanted" > "$stamp"
 fi
+# The experiment's packages (comparison/, and envs/ under its repository name) are not installed, only sb3_per and
+# the env as sb3_per_envs: the clone's root goes on the venv's path, for the scripts and the tests.
+site_packages="$(.venv/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")"
+echo "$PWD" > "$site_packages/sb3_per_repository.pth"
