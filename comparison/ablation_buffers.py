@@ -18,7 +18,7 @@ from gymnasium import spaces
 from stable_baselines3.common.vec_env import VecNormalize
 
 from sb3_per import PrioritizedReplayBuffer, TaggedReplayBuffer
-from sb3_per.checks import is_finite_number, is_sampling_weight
+from sb3_per.checks import checked_positive_integer, is_finite_number, is_sampling_weight
 from sb3_per.replay_tags import TaggedReplayBufferSamples, tag_of
 from sb3_per.sum_tree import SumTree
 
@@ -122,6 +122,7 @@ class TagWeightedReplayBuffer(TaggedReplayBuffer):
         :param batch_size: Number of element to sample
         :param env: associated gym VecEnv to normalize the observations/rewards when sampling
         """
+        checked_positive_integer("batch_size", batch_size)
         if self._weights.total <= 0.0:
             raise ValueError("cannot sample from an empty TagWeightedReplayBuffer: add transitions first")
         leaves = self._weights.find(np.random.uniform(0.0, self._weights.total, size=batch_size))  # noqa: NPY002
@@ -153,8 +154,6 @@ class RewardPrioritizedReplayBuffer(PrioritizedReplayBuffer):
     """
 
     priorities_follow_td_errors = False
-    # A class default too, for buffers pickled before the floor existed
-    reward_floor = 0.0
 
     def __init__(self, *args: Any, reward_floor: float = 0.0, **kwargs: Any):
         check_reward_floor(reward_floor)

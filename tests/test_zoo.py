@@ -70,6 +70,19 @@ def test_names_resolve_where_the_zoo_evaluates_hyperparameter_strings():
     parser.add_argument("--hyperparams", nargs="+", action=rl_zoo3.utils.StoreDict)  # --hyperparams overrides
     args = parser.parse_args(["--hyperparams", "replay_buffer_class:sb3_per.PrioritizedReplayBuffer"])
     assert args.hyperparams == {"replay_buffer_class": PrioritizedReplayBuffer}
+    args = parser.parse_args(["--hyperparams", 'replay_scheme:"LAP(min_priority=0.01)"'])
+    assert zoo.evaluated_scheme(args.hyperparams)["replay_scheme"] == sb3_per.LAP(min_priority=0.01)
+
+
+def test_a_replay_scheme_string_is_evaluated_as_the_zoo_evaluates_policy_kwargs():
+    scheme = zoo.evaluated_scheme({"replay_scheme": "LA3P(fraction=0.25)", "policy_kwargs": "dict(net_arch=[8])"})
+    assert scheme["replay_scheme"] == sb3_per.LA3P(fraction=0.25)
+    assert scheme["policy_kwargs"] == "dict(net_arch=[8])"  # the zoo's own keys are left to the zoo
+    assert zoo.evaluated_scheme({"replay_scheme": sb3_per.PAL()})["replay_scheme"] == sb3_per.PAL()
+    with pytest.raises(ValueError, match=r"fraction must be in \(0, 1\], got 2"):
+        zoo.evaluated_scheme({"replay_scheme": "LA3P(fraction=2)"})
+    with pytest.raises(NameError):  # only the names the launcher makes resolvable
+        zoo.evaluated_scheme({"replay_scheme": "__import__('os')"})
 
 
 @pytest.mark.parametrize(("algo", "env_id"), CONFIGS, ids=[f"{algo}-{env_id}" for algo, env_id in CONFIGS])
@@ -98,6 +111,7 @@ def test_packaged_hyperparameters_build_a_prioritized_model(algo, env_id, tmp_pa
     assert (buffer.alpha, buffer.beta_start, buffer.beta_end) == (0.6, 0.4, 1.0)
     # beta follows the run's progress, so it reaches beta_end at the end whatever -n says.
     assert buffer.beta_anneal_steps == "auto"
+    assert raw["replay_scheme"] == "PER()" and model.replay_scheme == sb3_per.PER()
 
 
 def test_tiny_zoo_training_updates_priorities(tmp_path, monkeypatch):
@@ -113,24 +127,27 @@ def test_tiny_zoo_training_updates_priorities(tmp_path, monkeypatch):
     monkeypatch.setattr(ExperimentManager, "save_trained_model", record_and_save)
     # No --conf-file: the launcher picks sb3_per/hyperparams/per_sac.yml.
     args = ["train", "--algo", "per_sac", "--env", "PairsTrading-v0", "-n", "300", "--seed", "0", "--verbose", "0"]
-    overrides = ["learning_starts:100", "batch_size:32", "buffer_size:1000"]
+    overrides = ["learning_starts:100", "batch_size:32", "buffer_size:1000", 'replay_scheme:"LAP(min_priority=0.5)"']
     overrides.append("replay_buffer_kwargs:dict(alpha=0.5, beta_start=0.4, beta_anneal_steps='auto')")
     zoo.main([*args, "--eval-freq", "-1", "-f", str(tmp_path), "--hyperparams", *overrides])
     (model,) = trained
     assert type(model) is sb3_per.SAC
+    assert model.replay_scheme == sb3_per.LAP(min_priority=0.5)
     assert model.num_timesteps == 300
     buffer = model.replay_buffer
     assert type(buffer) is PrioritizedReplayBuffer
     assert (buffer.alpha, buffer.beta_anneal_steps) == (0.5, "auto")
     # the last training call came after the run's last step: beta has reached beta_end
     assert buffer.beta == pytest.approx(1.0)
+    assert buffer.priorities_at(np.arange(buffer.n_transitions)).min() >= 0.5**0.5  # LAP's floor, to the alpha
     # Stock SAC would sample the buffer without ever updating a priority.
     assert buffer.n_priority_updates == buffer.n_sample_calls > 0
     priorities = buffer.tree[np.arange(buffer.n_transitions)]
     assert np.unique(priorities).size > 1
 
     run = tmp_path / "per_sac" / "PairsTrading-v0_1"
-    assert sb3_per.SAC.load(run / "PairsTrading-v0.zip").replay_buffer_class is PrioritizedReplayBuffer
+    loaded = sb3_per.SAC.load(run / "PairsTrading-v0.zip")
+    assert loaded.replay_buffer_class is PrioritizedReplayBuffer and loaded.replay_scheme == model.replay_scheme
     args = yaml.load((run / "PairsTrading-v0" / "args.yml").read_text(), Loader=yaml.UnsafeLoader)
     assert args["conf_file"] == str(zoo.default_config("per_sac"))
 
@@ -163,8 +180,11 @@ def test_clear_errors(tmp_path, monkeypatch, capsys):
         zoo.with_default_config(["--algo", "per_sac"])
     monkeypatch.setitem(sys.modules, "rl_zoo3", None)
     monkeypatch.setitem(sys.modules, "rl_zoo3.train", None)
-    with pytest.raises(ImportError, match=r"pip install -e '\.\[zoo\]' from the clone"):
+    with pytest.raises(SystemExit) as exit_info:
         zoo.main(["train", "--algo", "per_sac"])
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "pip install 'sb3-per[zoo]'" in error  # one line, the wheel's command
 
 
 def test_importing_sb3_per_does_not_import_the_zoo():
