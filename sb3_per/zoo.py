@@ -126,7 +126,7 @@ def evaluated_scheme(hyperparams: dict[str, Any]) -> dict[str, Any]:
     return {**hyperparams, SCHEME_KEY: eval(scheme, {"__builtins__": {}}, dict(EVAL_NAMES))}
 
 
-def _evaluate_scheme_strings(manager_class: type) -> None:
+def _evaluate_scheme_strings(manager_class: Any) -> None:
     """Make the zoo's ``ExperimentManager`` evaluate ``replay_scheme`` strings where it evaluates its own (once)."""
     preprocess = manager_class._preprocess_hyperparams
     if getattr(preprocess, "evaluates_replay_scheme", False):
