@@ -7,10 +7,11 @@ from sb3_per.per_algorithm import PrioritizedReplayMixin
 from sb3_per.replay_tags import TaggedReplayBuffer, TaggedReplayBufferSamples
 from sb3_per.sac import SAC
 from sb3_per.samples import PrioritizedDictReplayBufferSamples, PrioritizedReplayBufferSamples
-from sb3_per.schemes import LA3P, LAP, PAL, PER, ReplayScheme
+from sb3_per.schemes import LA3P, LAP, PAL, PER, UPER, ReLo, ReplayScheme
 from sb3_per.sum_tree import SumTree
 from sb3_per.td3 import TD3
 from sb3_per.telemetry import ReplayTelemetry
+from sb3_per.tqc import TQC
 
 __all__ = [
     "DDPG",
@@ -21,12 +22,15 @@ __all__ = [
     "PER",
     "SAC",
     "TD3",
+    "TQC",
+    "UPER",
     "PrioritizedBufferMixin",
     "PrioritizedDictReplayBuffer",
     "PrioritizedDictReplayBufferSamples",
     "PrioritizedReplayBuffer",
     "PrioritizedReplayBufferSamples",
     "PrioritizedReplayMixin",
+    "ReLo",
     "ReplayScheme",
     "ReplayTelemetry",
     "SumTree",

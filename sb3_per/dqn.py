@@ -11,6 +11,7 @@ import torch as th
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
 from stable_baselines3.dqn.policies import DQNPolicy
+from torch.nn import functional as F
 
 from sb3_per.per_algorithm import PrioritizedReplayMixin
 from sb3_per.schemes import BatchSource, CriticStep, ReplayScheme
@@ -52,6 +53,16 @@ class DQN(PrioritizedReplayMixin, stable_baselines3.DQN):
     ) -> th.Tensor:
         (q_values,) = current_q_values
         return weighted_huber_loss(q_values, target_q_values, weights)
+
+    def elementwise_critic_loss(self, q_values: Sequence[th.Tensor], targets: th.Tensor) -> th.Tensor:
+        """SB3's DQN loss (the Huber loss) per sample, shape (batch_size, 1)."""
+        (q,) = q_values
+        return F.smooth_l1_loss(q, targets, reduction="none")
+
+    def target_q_values(self, batch: Any) -> Sequence[th.Tensor]:
+        """The target network's Q-values of the batch's actions, shape (batch_size, 1), without gradient."""
+        with th.no_grad():
+            return (th.gather(self.q_net_target(batch.observations), dim=1, index=batch.actions.long()),)
 
     def __init__(
         self,

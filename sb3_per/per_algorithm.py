@@ -12,6 +12,7 @@ import torch as th
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.vec_env import VecNormalize
+from torch.nn import functional as F
 
 from sb3_per.buffers import PrioritizedBufferMixin
 from sb3_per.replay_tags import ReplayTagsMixin
@@ -35,11 +36,10 @@ _BUFFER_SETTINGS = (
 )
 
 
-def check_replay_scheme(replay_scheme: ReplayScheme | None, algorithm: str, has_actor: bool) -> ReplayScheme | None:
+def check_replay_scheme(replay_scheme: ReplayScheme | None, algorithm: Any) -> ReplayScheme | None:
     """
     :param replay_scheme: what the user gave as ``replay_scheme``
-    :param algorithm: the algorithm's class name
-    :param has_actor: whether the algorithm has an actor
+    :param algorithm: the algorithm's class
     :return: ``replay_scheme``, if it is ``None`` or a scheme the algorithm can train with
     :raises ValueError: naming the parameter and its value, for anything else
     """
@@ -50,7 +50,7 @@ def check_replay_scheme(replay_scheme: ReplayScheme | None, algorithm: str, has_
             f"replay_scheme must be a replay scheme (sb3_per.PER(), LAP(), PAL(), LA3P(), ...) or None, got "
             f"{replay_scheme!r}"
         )
-    replay_scheme.check_algorithm(algorithm, has_actor)
+    replay_scheme.check_algorithm(algorithm)
     return replay_scheme
 
 
@@ -79,6 +79,8 @@ class PrioritizedReplayMixin:
 
     #: Whether the algorithm has an actor (a scheme that prioritizes an actor's batches needs one)
     has_actor: ClassVar[bool] = True
+    #: Whether the algorithm's critics are quantile distributions (TQC), whose loss a scheme cannot replace
+    quantile_critics: ClassVar[bool] = False
     #: The factor in front of the sum over critics of the MSE in the SB3 algorithm's critic loss (SAC: 0.5)
     critic_loss_scale: ClassVar[float] = 0.5
 
@@ -94,10 +96,11 @@ class PrioritizedReplayMixin:
     logger: Logger
     _vec_normalize_env: VecNormalize | None
     _current_progress_remaining: float
+    critic_target: Any  # SAC's and TD3's target critics (DQN overrides target_q_values)
 
     def _init_replay_scheme(self, replay_scheme: ReplayScheme | None) -> None:
         """Check and keep the constructor's ``replay_scheme`` (before SB3's constructor, which may set up the model)."""
-        self.replay_scheme = check_replay_scheme(replay_scheme, type(self).__name__, self.has_actor)
+        self.replay_scheme = check_replay_scheme(replay_scheme, type(self))
         self.replay_telemetry = ReplayTelemetry()
 
     def _setup_model(self) -> None:
@@ -230,8 +233,7 @@ class PrioritizedReplayMixin:
                 record.actor_indices.append(update.actor_batch.indices)
             yield update
 
-    @staticmethod
-    def _write_back(scheme: ReplayScheme, batches: BatchSource, step: CriticStep) -> th.Tensor:
+    def _write_back(self, scheme: ReplayScheme, batches: BatchSource, step: CriticStep) -> th.Tensor:
         """
         After a critic step: with a prioritized buffer, set the priorities of the critic batch's transitions from
         what the scheme makes of the step (skipped where a transition was overwritten since it was sampled, by its
@@ -246,7 +248,7 @@ class PrioritizedReplayMixin:
             record.critic_indices.append(batch.indices)
             record.td_errors.append(td_errors)
         if isinstance(buffer, PrioritizedBufferMixin):
-            buffer.update_priorities(batch.indices, scheme.priorities(step, td_errors), batch.stamps)
+            buffer.update_priorities(batch.indices, scheme.priorities(step, td_errors, self), batch.stamps)
             if scheme.uses_importance_weights:
                 record.weights.append(batch.weights)
         return td_errors
@@ -256,6 +258,15 @@ class PrioritizedReplayMixin:
     ) -> th.Tensor:
         """The SB3 algorithm's critic loss with each sample weighted (``None``: SB3's own); DQN's is the Huber loss."""
         return weighted_critic_loss(current_q_values, target_q_values, weights, self.critic_loss_scale)
+
+    def elementwise_critic_loss(self, q_values: Sequence[th.Tensor], targets: th.Tensor) -> th.Tensor:
+        """Each critic's squared error per sample, shape (batch_size, n_critics) (DQN: its Huber loss)."""
+        return th.cat([F.mse_loss(q, targets, reduction="none") for q in q_values], dim=1)
+
+    def target_q_values(self, batch: Any) -> Sequence[th.Tensor]:
+        """Each target critic's Q-values for the batch's (observation, action) pairs, without gradient."""
+        with th.no_grad():
+            return self.critic_target(batch.observations, batch.actions)
 
 
 def _changed_replay(previous: ReplayBuffer | None, loaded: ReplayBuffer | None) -> str:

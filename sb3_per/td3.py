@@ -18,6 +18,7 @@ from stable_baselines3.td3.policies import Actor, TD3Policy
 from sb3_per.per_algorithm import PrioritizedReplayMixin
 from sb3_per.schemes import BatchSource, CriticStep, ReplayScheme
 from sb3_per.schemes.base import CriticLoss
+from sb3_per.schemes.losses import weighted_mean
 
 
 class TD3TrainingSteps(PrioritizedReplayMixin):
@@ -71,7 +72,7 @@ class TD3TrainingSteps(PrioritizedReplayMixin):
                 self._write_back(scheme, batches, step)  # PER
 
                 if delayed_update:
-                    actor_losses.append(self._actor_step(update.actor_batch).item())
+                    actor_losses.append(self._actor_step(update.actor_batch, update.actor_weights).item())
 
                     polyak_update(self.critic.parameters(), self.critic_target.parameters(), self.tau)
                     polyak_update(self.actor.parameters(), self.actor_target.parameters(), self.tau)
@@ -118,15 +119,18 @@ class TD3TrainingSteps(PrioritizedReplayMixin):
         self.critic.optimizer.step()
         return critic_loss, CriticStep(replay_data, current_q_values, target_q_values)
 
-    def _actor_step(self, replay_data: Any) -> th.Tensor:
+    def _actor_step(self, replay_data: Any, weights: th.Tensor | None) -> th.Tensor:
         """
         SB3's (delayed) actor step, on the actor's batch.
 
         :param replay_data: the actor's batch
+        :param weights: a weight per sample of the loss, as the replay scheme says (``None``: SB3's mean)
         :return: the actor loss
         """
         # Compute actor loss
-        actor_loss = -self.critic.q1_forward(replay_data.observations, self.actor(replay_data.observations)).mean()
+        actor_loss = -weighted_mean(
+            self.critic.q1_forward(replay_data.observations, self.actor(replay_data.observations)), weights
+        )
 
         # Optimize the actor
         self.actor.optimizer.zero_grad()

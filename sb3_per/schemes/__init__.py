@@ -5,14 +5,18 @@ from sb3_per.schemes.la3p import LA3P
 from sb3_per.schemes.lap import LAP
 from sb3_per.schemes.pal import PAL
 from sb3_per.schemes.per import PER
+from sb3_per.schemes.relo import ReLo
+from sb3_per.schemes.uper import UPER
 
 __all__ = [
     "LA3P",
     "LAP",
     "PAL",
     "PER",
+    "UPER",
     "BatchSource",
     "CriticStep",
+    "ReLo",
     "ReplayScheme",
     "ReplayUpdate",
     "TrainingCallRecord",

@@ -7,8 +7,8 @@ One gradient step of an algorithm with a scheme::
     for update in scheme.updates(batches, batch_size, train_actor, algorithm_loss):
         loss, step = algorithm.critic_step(update.critic_batch, update.critic_loss)   # -> CriticStep
         td_errors = scheme.td_errors(step)                                             # telemetry, priorities
-        buffer.update_priorities(step.batch.indices, scheme.priorities(step, td_errors), step.batch.stamps)
-        algorithm.actor_step(update.actor_batch)                                       # if not None
+        buffer.update_priorities(step.batch.indices, scheme.priorities(step, td_errors, algorithm), ...)
+        algorithm.actor_step(update.actor_batch, update.actor_weights)                 # if not None
 """
 
 from __future__ import annotations
@@ -52,11 +52,14 @@ class ReplayUpdate(NamedTuple):
     :param critic_loss: the critic's loss for that batch
     :param actor_batch: the actor's batch; ``None`` where no actor step follows (DQN, TD3's steps between its
         delayed policy updates)
+    :param actor_weights: a weight per transition of the actor's batch for the actor's loss (``None``: SB3's
+        unweighted mean)
     """
 
     critic_batch: Any
     critic_loss: CriticLoss
     actor_batch: Any
+    actor_weights: th.Tensor | None = None
 
 
 class CriticStep(NamedTuple):
@@ -65,13 +68,28 @@ class CriticStep(NamedTuple):
 
     :param batch: the critic's batch
     :param q_values: each critic's Q-values for the batch's (observation, action) pairs, from the forward pass that
-        gave the loss (before the optimizer step), shape (batch_size, 1) each
-    :param targets: the TD targets ``y``, shape (batch_size, 1), without gradient
+        gave the loss (before the optimizer step), shape (batch_size, 1) each (quantile critics: their means)
+    :param targets: the TD targets ``y``, shape (batch_size, 1), without gradient (quantile critics: their mean)
+    :param quantiles: quantile critics only: the critics' quantiles of that forward pass, (batch_size, n_critics,
+        n_quantiles), and the target quantiles, (batch_size, 1, n_target_quantiles), without gradient
     """
 
     batch: Any
     q_values: Sequence[th.Tensor]
     targets: th.Tensor
+    quantiles: tuple[th.Tensor, th.Tensor] | None = None
+
+
+class Critics(Protocol):
+    """What a scheme may ask of the algorithm's critics about a critic step's batch, beyond the step itself."""
+
+    def target_q_values(self, batch: Any) -> Sequence[th.Tensor]:
+        """Each target critic's Q-values for the batch's (observation, action) pairs, without gradient."""
+        ...
+
+    def elementwise_critic_loss(self, q_values: Sequence[th.Tensor], targets: th.Tensor) -> th.Tensor:
+        """The algorithm's per-sample critic loss of each critic (squared error, or DQN's Huber), (batch, n_critics)."""
+        ...
 
 
 @dataclass
@@ -153,6 +171,10 @@ class ReplayScheme(ABC):
 
     #: Whether the scheme trains an actor on batches it chooses (an algorithm without one refuses it)
     needs_actor: ClassVar[bool] = False
+    #: Whether the scheme's critic loss replaces the algorithm's (on Q-values: not for quantile critics)
+    replaces_critic_loss: ClassVar[bool] = False
+    #: Whether the scheme needs quantile critics (TQC)
+    needs_quantile_critics: ClassVar[bool] = False
     #: Whether the scheme's critic loss uses the batches' importance-sampling weights
     uses_importance_weights: ClassVar[bool] = False
     #: What the scheme logs through the model's logger after each training call (with a prioritized buffer)
@@ -166,15 +188,22 @@ class ReplayScheme(ABC):
         """Whether the actor trains on batches other than the critic's."""
         return False
 
-    def check_algorithm(self, algorithm: str, has_actor: bool) -> None:
+    def check_algorithm(self, algorithm: Any) -> None:
         """
         Raise ``ValueError`` if the scheme cannot train ``algorithm``.
 
-        :param algorithm: the algorithm's class name
-        :param has_actor: whether it has an actor
+        :param algorithm: the algorithm's class (its ``has_actor`` and ``quantile_critics`` say what it is)
         """
-        if self.needs_actor and not has_actor:
-            raise ValueError(f"{self!r} prioritizes an actor's batches, but {algorithm} has no actor")
+        name = algorithm.__name__
+        if self.needs_actor and not algorithm.has_actor:
+            raise ValueError(f"{self!r} prioritizes an actor's batches, but {name} has no actor")
+        if self.replaces_critic_loss and algorithm.quantile_critics:
+            raise ValueError(
+                f"{self!r} replaces the critic loss by one on Q-values, but {name}'s critics are quantile "
+                "distributions: use PER(), ReLo() or UPER()"
+            )
+        if self.needs_quantile_critics and not algorithm.quantile_critics:
+            raise ValueError(f"{self!r} needs quantile critics (sb3_per.TQC), but {name}'s are not")
 
     @abstractmethod
     def check_buffer(self, buffer: ReplayBuffer | None) -> None:
@@ -198,20 +227,39 @@ class ReplayScheme(ABC):
         """One absolute TD error per transition of the step's batch (detached), combined over the critics."""
         return absolute_td_errors(step.q_values, step.targets, self.td_error_reduction)
 
-    def priorities(self, step: CriticStep, td_errors: th.Tensor) -> th.Tensor:
+    def priorities(self, step: CriticStep, td_errors: th.Tensor, critics: Critics) -> th.Tensor:
         """
         What ``update_priorities`` is given for the step's batch (the buffer makes ``(x + epsilon) ** alpha`` of it).
 
         :param step: the critic step
         :param td_errors: its ``td_errors``
+        :param critics: the algorithm's critics, for a scheme that needs more than the step
         """
         return td_errors
 
     def log_statistics(self, logger: Logger, buffer: ReplayBuffer, record: TrainingCallRecord) -> None:
         """Log ``logger_keys`` for one training call (with a prioritized buffer; one device sync for all)."""
-        if isinstance(buffer, PrioritizedBufferMixin):
-            logger.record("train/per_priority_mean", buffer.mean_priority)
-            logger.record("train/per_priority_max", buffer.max_priority)
+        log_priority_statistics(logger, buffer)
+
+
+def log_priority_statistics(logger: Logger, buffer: ReplayBuffer) -> None:
+    """Log ``PRIORITY_LOGGER_KEYS``: a prioritized buffer's mean and largest priority (raised to alpha)."""
+    if isinstance(buffer, PrioritizedBufferMixin):
+        logger.record("train/per_priority_mean", buffer.mean_priority)
+        logger.record("train/per_priority_max", buffer.max_priority)
+
+
+def log_importance_sampling_statistics(logger: Logger, buffer: ReplayBuffer, record: TrainingCallRecord) -> None:
+    """
+    Log what an importance-weighted scheme logs (``PER.logger_keys``): with a prioritized buffer, the IS exponent of
+    the call's first batch, the mean IS weight of its critic batches, and ``log_priority_statistics``.
+    """
+    if not isinstance(buffer, PrioritizedBufferMixin):
+        return
+    logger.record("train/per_beta", record.first_beta)
+    if record.weights:
+        logger.record("train/per_weight_mean", th.cat(record.weights).mean().item())
+    log_priority_statistics(logger, buffer)
 
 
 def check_prioritized_buffer(scheme: ReplayScheme, buffer: ReplayBuffer | None, inverse: bool = False) -> None:

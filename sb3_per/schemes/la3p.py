@@ -16,6 +16,7 @@ from sb3_per.schemes.base import (
     AlgorithmLoss,
     BatchSource,
     CriticLoss,
+    Critics,
     CriticStep,
     ReplayScheme,
     ReplayUpdate,
@@ -70,6 +71,8 @@ class LA3P(ReplayScheme):
 
     needs_actor: ClassVar[bool] = True
 
+    replaces_critic_loss: ClassVar[bool] = True
+
     def __post_init__(self) -> None:
         super().__post_init__()
         checked_number("fraction", self.fraction, low=0.0, high=1.0, low_open=True)
@@ -103,7 +106,7 @@ class LA3P(ReplayScheme):
         actor_batch = concatenate_samples(uniform, inverse) if inverse is not None else None
         yield ReplayUpdate(critic_batch, partial(la3p_matched_loss, n_uniform=n_uniform, pal=pal, lap=lap), actor_batch)
 
-    def priorities(self, step: CriticStep, td_errors: th.Tensor) -> th.Tensor:
+    def priorities(self, step: CriticStep, td_errors: th.Tensor, critics: Critics) -> th.Tensor:
         return td_errors.clamp(min=self.min_priority)
 
 

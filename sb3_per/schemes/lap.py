@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
+from typing import ClassVar
 
 import torch as th
 from stable_baselines3.common.buffers import ReplayBuffer
@@ -13,6 +14,7 @@ from sb3_per.checks import checked_bool, checked_number
 from sb3_per.schemes.base import (
     AlgorithmLoss,
     BatchSource,
+    Critics,
     CriticStep,
     ReplayScheme,
     ReplayUpdate,
@@ -50,6 +52,8 @@ class LAP(ReplayScheme):
     td_error_reduction: str = "max"
     uniform_actor_batch: bool = False
 
+    replaces_critic_loss: ClassVar[bool] = True
+
     def __post_init__(self) -> None:
         super().__post_init__()
         checked_number("min_priority", self.min_priority, low=0.0, low_open=True)
@@ -71,5 +75,5 @@ class LAP(ReplayScheme):
             actor_batch = batches.sample_uniform(batch_size)
         yield ReplayUpdate(batch, partial(lap_loss, min_priority=self.min_priority), actor_batch)
 
-    def priorities(self, step: CriticStep, td_errors: th.Tensor) -> th.Tensor:
+    def priorities(self, step: CriticStep, td_errors: th.Tensor, critics: Critics) -> th.Tensor:
         return td_errors.clamp(min=self.min_priority)

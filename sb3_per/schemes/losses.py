@@ -15,7 +15,8 @@ from sb3_per.checks import checked_choice
 TD_ERROR_REDUCTIONS = ("mean", "max")
 
 
-def _weighted_mean(per_sample: th.Tensor, weights: th.Tensor | None) -> th.Tensor:
+def weighted_mean(per_sample: th.Tensor, weights: th.Tensor | None) -> th.Tensor:
+    """``mean(w * x)``; with ``weights=None``, ``x.mean()`` itself (so SB3's arithmetic, bit for bit)."""
     # Multiplying by weights of one is exact, forward and backward: unit weights give the unweighted mean's bits.
     return (per_sample if weights is None else weights.view_as(per_sample) * per_sample).mean()
 
@@ -40,7 +41,7 @@ def weighted_critic_loss(
     """
     # Python's sum, as SB3's loss: over tensors (there is always a critic) it is a tensor, not its start value 0.
     total = sum(
-        _weighted_mean(F.mse_loss(current_q, target_q_values, reduction="none"), weights)
+        weighted_mean(F.mse_loss(current_q, target_q_values, reduction="none"), weights)
         for current_q in current_q_values
     )
     return scale * cast(th.Tensor, total)
@@ -59,7 +60,7 @@ def weighted_huber_loss(
         ``None`` for an unweighted batch
     :return: the scalar loss
     """
-    return _weighted_mean(F.smooth_l1_loss(current_q_values, target_q_values, reduction="none"), weights)
+    return weighted_mean(F.smooth_l1_loss(current_q_values, target_q_values, reduction="none"), weights)
 
 
 def lap_loss(current_q_values: Sequence[th.Tensor], target_q_values: th.Tensor, min_priority: float = 1.0) -> th.Tensor:

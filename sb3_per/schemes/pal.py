@@ -41,6 +41,8 @@ class PAL(ReplayScheme):
 
     logger_keys: ClassVar[tuple[str, ...]] = ()
 
+    replaces_critic_loss: ClassVar[bool] = True
+
     def __post_init__(self) -> None:
         super().__post_init__()
         checked_number("alpha", self.alpha, low=0.0)

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from functools import partial
 from typing import ClassVar
 
-import torch as th
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.logger import Logger
 
@@ -20,6 +19,7 @@ from sb3_per.schemes.base import (
     ReplayScheme,
     ReplayUpdate,
     TrainingCallRecord,
+    log_importance_sampling_statistics,
 )
 
 
@@ -82,9 +82,4 @@ class PER(ReplayScheme):
         yield ReplayUpdate(batch, partial(algorithm_loss, weights=getattr(batch, "weights", None)), actor_batch)
 
     def log_statistics(self, logger: Logger, buffer: ReplayBuffer, record: TrainingCallRecord) -> None:
-        if not isinstance(buffer, PrioritizedBufferMixin):
-            return
-        logger.record("train/per_beta", record.first_beta)
-        if record.weights:
-            logger.record("train/per_weight_mean", th.cat(record.weights).mean().item())
-        super().log_statistics(logger, buffer, record)
+        log_importance_sampling_statistics(logger, buffer, record)
