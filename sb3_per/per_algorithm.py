@@ -85,6 +85,7 @@ class PrioritizedReplayMixin:
     critic_loss_scale: ClassVar[float] = 0.5
 
     replay_scheme: ReplayScheme | None
+    replay_scheme_state: th.nn.Module | None
     replay_telemetry: ReplayTelemetry
 
     # Set by the SB3 algorithm this is mixed into
@@ -107,6 +108,14 @@ class PrioritizedReplayMixin:
         self._give_gamma_to_the_replay_buffer()
         super()._setup_model()  # type: ignore[misc]
         self._check_replay_buffer(self.replay_buffer)
+        # What the scheme learns of its own (ExpectedTD's regressor), saved and loaded with the model's networks
+        self.replay_scheme_state = None if self.replay_scheme is None else self.replay_scheme.make_state(self)
+
+    def _get_torch_save_params(self) -> tuple[list[str], list[str]]:
+        state_dicts, variables = super()._get_torch_save_params()  # type: ignore[misc]
+        if self.replay_scheme_state is not None:
+            state_dicts = [*state_dicts, "replay_scheme_state", "replay_scheme_state.optimizer"]
+        return state_dicts, variables
 
     def _give_gamma_to_the_replay_buffer(self) -> None:
         """

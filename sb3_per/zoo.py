@@ -41,7 +41,7 @@ from sb3_per.buffers import PrioritizedReplayBuffer
 from sb3_per.ddpg import DDPG
 from sb3_per.dqn import DQN
 from sb3_per.sac import SAC
-from sb3_per.schemes import LA3P, LAP, PAL, PER, ReLo
+from sb3_per.schemes import LA3P, LAP, PAL, PER, UPER, ExpectedTD, ReLo
 from sb3_per.td3 import TD3
 
 #: Algorithms added to the zoo's table, with the stock zoo algorithm whose hyperparameter sampler they reuse.
@@ -52,7 +52,7 @@ _STOCK_ALGO = {"per_sac": "sac", "per_td3": "td3", "per_ddpg": "ddpg", "per_dqn"
 EVAL_NAMES: dict[str, Any] = {
     "sb3_per": sb3_per,
     "PrioritizedReplayBuffer": PrioritizedReplayBuffer,
-    **{scheme.__name__: scheme for scheme in (PER, LAP, PAL, LA3P, ReLo)},
+    **{scheme.__name__: scheme for scheme in (PER, LAP, PAL, LA3P, ReLo, UPER, ExpectedTD)},
 }
 #: The hyperparameter whose string value the launcher evaluates, as the zoo evaluates ``policy_kwargs``.
 SCHEME_KEY = "replay_scheme"

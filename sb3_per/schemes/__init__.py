@@ -1,6 +1,7 @@
 """Replay schemes: what one gradient step trains on, its critic loss and its priorities, one class per method."""
 
 from sb3_per.schemes.base import BatchSource, CriticStep, ReplayScheme, ReplayUpdate, TrainingCallRecord
+from sb3_per.schemes.expected_td import ExpectedTD
 from sb3_per.schemes.la3p import LA3P
 from sb3_per.schemes.lap import LAP
 from sb3_per.schemes.pal import PAL
@@ -16,6 +17,7 @@ __all__ = [
     "UPER",
     "BatchSource",
     "CriticStep",
+    "ExpectedTD",
     "ReLo",
     "ReplayScheme",
     "ReplayUpdate",

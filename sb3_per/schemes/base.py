@@ -91,6 +91,11 @@ class Critics(Protocol):
         """The algorithm's per-sample critic loss of each critic (squared error, or DQN's Huber), (batch, n_critics)."""
         ...
 
+    @property
+    def replay_scheme_state(self) -> Any:
+        """What the scheme's ``make_state`` made for this model (``None`` if nothing)."""
+        ...
+
 
 @dataclass
 class TrainingCallRecord:
@@ -222,6 +227,15 @@ class ReplayScheme(ABC):
         :param train_actor: whether an actor step follows (TD3's delayed policy updates; False for DQN)
         :param algorithm_loss: the algorithm's own critic loss, each sample weighted
         """
+
+    def make_state(self, algorithm: Any) -> th.nn.Module | None:
+        """
+        The learned state the scheme keeps on the model (``model.replay_scheme_state``, saved and loaded with it), made
+        when the model is set up; ``None`` (default) for a scheme that learns nothing of its own.
+
+        :param algorithm: the model (its spaces and device)
+        """
+        return None
 
     def td_errors(self, step: CriticStep) -> th.Tensor:
         """One absolute TD error per transition of the step's batch (detached), combined over the critics."""

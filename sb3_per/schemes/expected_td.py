@@ -1,0 +1,166 @@
+"""ExpectedTD: prioritize by a learned estimate of the expected TD error, not the last sampled one (Panahi et al.)."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, ClassVar, cast
+
+import torch as th
+from gymnasium import spaces
+from stable_baselines3.common.buffers import ReplayBuffer
+from stable_baselines3.common.logger import Logger
+from stable_baselines3.common.preprocessing import get_flattened_obs_dim, preprocess_obs
+from torch import nn
+from torch.nn import functional as F
+
+from sb3_per.checks import checked_number, checked_positive_integer
+from sb3_per.schemes.base import (
+    AlgorithmLoss,
+    BatchSource,
+    Critics,
+    CriticStep,
+    ReplayScheme,
+    ReplayUpdate,
+    TrainingCallRecord,
+    check_prioritized_buffer,
+    log_importance_sampling_statistics,
+)
+from sb3_per.schemes.per import PER
+
+
+def signed_td_errors(step: CriticStep) -> th.Tensor:
+    """``y - mean_k Q_k(s, a)`` per transition of a critic step, shape (batch_size, 1), without gradient."""
+    with th.no_grad():
+        return step.targets - th.cat(tuple(step.q_values), dim=1).mean(dim=1, keepdim=True)
+
+
+class TDErrorRegressor(nn.Module):
+    """
+    ``h(s, a)``, an estimate of ``E[TD error | s, a]``: an MLP (ReLU) on the flattened, preprocessed observation and
+    the action (one-hot for a discrete one), trained by Adam on the squared error to the signed TD errors it is given.
+
+    :param observation_space: the model's observation space (not a Dict)
+    :param action_space: the model's action space (Box or Discrete)
+    :param hidden_sizes: the hidden layers' sizes
+    :param learning_rate: Adam's learning rate
+    :param weight_decay: Adam's L2 penalty
+    :param device: where it lives (the model's device)
+    """
+
+    def __init__(
+        self,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        hidden_sizes: Sequence[int],
+        learning_rate: float,
+        weight_decay: float,
+        device: th.device,
+    ) -> None:
+        super().__init__()
+        if isinstance(observation_space, spaces.Dict):
+            raise ValueError("ExpectedTD's regressor takes a flat observation, but the observation space is a Dict")
+        if not isinstance(action_space, (spaces.Box, spaces.Discrete)):
+            raise ValueError(f"ExpectedTD's regressor takes a Box or Discrete action, got {action_space}")
+        self.observation_space = observation_space
+        self.action_space = action_space
+        action_size = (
+            int(action_space.n) if isinstance(action_space, spaces.Discrete) else get_flattened_obs_dim(action_space)
+        )
+        sizes = [get_flattened_obs_dim(observation_space) + action_size, *hidden_sizes]
+        layers: list[nn.Module] = []
+        for size_in, size_out in zip(sizes[:-1], sizes[1:], strict=True):
+            layers += [nn.Linear(size_in, size_out), nn.ReLU()]
+        self.net = nn.Sequential(*layers, nn.Linear(sizes[-1], 1)).to(device)
+        self.optimizer = th.optim.Adam(self.parameters(), lr=learning_rate, weight_decay=weight_decay)
+
+    def forward(self, observations: th.Tensor, actions: th.Tensor) -> th.Tensor:
+        """``h(s, a)``, shape (batch_size, 1)."""
+        features = cast(th.Tensor, preprocess_obs(observations, self.observation_space)).flatten(start_dim=1)
+        if isinstance(self.action_space, spaces.Discrete):
+            actions = F.one_hot(actions.long().flatten(), int(self.action_space.n)).float()
+        return self.net(th.cat([features, actions.flatten(start_dim=1).float()], dim=1))
+
+    def fit_step(self, observations: th.Tensor, actions: th.Tensor, td_errors: th.Tensor) -> float:
+        """One Adam step on ``mean((h(s, a) - td_error) ** 2)`` over the batch; returns that loss."""
+        loss = F.mse_loss(self(observations, actions), td_errors)
+        self.optimizer.zero_grad()
+        loss.backward()
+        self.optimizer.step()
+        return float(loss.item())
+
+
+@dataclass(frozen=True)
+class ExpectedTD(ReplayScheme):
+    """
+    Expected-TD-error prioritization (Panahi, Patterson, White & White, RLJ 2024, "Investigating the Interplay of
+    Prioritized Replay and Generalization", https://arxiv.org/abs/2407.09702): PER chases the noise in each stored
+    transition's own TD error; an estimate of ``E[delta | s, a]``, learned across transitions, leaves it out.
+
+    PER's sampling and importance-weighted critic loss. After each critic step, ``h`` (``TDErrorRegressor``, kept on
+    the model as ``replay_scheme_state`` and saved with it) takes one Adam step on ``mean((h(s, a) - delta) ** 2)``
+    over the critic's batch, ``delta = y - mean_k Q_k(s, a)`` the signed TD error of that step's forward pass
+    (``signed_td_errors``, averaged over the twin critics), and each sampled transition's priority becomes
+    ``|h(s, a)|`` after that step; the buffer stores ``(priority + epsilon) ** alpha``. New transitions enter at the
+    largest priority seen so far. Logs ``PER``'s keys.
+
+    How ``E[delta | s, a]`` is estimated: by regression of the sampled signed TD errors on ``(s, a)`` with a separate
+    MLP, one gradient step per critic step on the critic's (prioritized, unweighted) batch. The paper describes
+    the estimate as a learned secondary prediction of the TD error, as in gradient-TD methods (QRC's ``h``); its
+    code is not public, so this estimator is this library's, and the deviations are unknown beyond these: a
+    separate network rather than a head sharing the critic's features; Adam; SB3's actor-critics and DQN rather
+    than the paper's DQN.
+
+    :param hidden_sizes: the regressor's hidden layers (default (64, 64))
+    :param learning_rate: its Adam learning rate (default 1e-3)
+    :param weight_decay: its Adam L2 penalty (default 0: none)
+    :param td_error_reduction: how the twin critics' absolute TD errors become one per transition for the telemetry
+        (``"mean"``, default, or ``"max"``)
+    """
+
+    hidden_sizes: tuple[int, ...] = (64, 64)
+    learning_rate: float = 1e-3
+    weight_decay: float = 0.0
+
+    uses_importance_weights: ClassVar[bool] = True
+    logger_keys: ClassVar[tuple[str, ...]] = PER.logger_keys
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not isinstance(self.hidden_sizes, tuple) or not self.hidden_sizes:
+            raise ValueError(f"hidden_sizes must be a non-empty tuple of layer sizes, got {self.hidden_sizes!r}")
+        for size in self.hidden_sizes:
+            checked_positive_integer("hidden_sizes", size)
+        checked_number("learning_rate", self.learning_rate, low=0.0, low_open=True)
+        checked_number("weight_decay", self.weight_decay, low=0.0)
+
+    def check_buffer(self, buffer: ReplayBuffer | None) -> None:
+        check_prioritized_buffer(self, buffer)
+
+    def make_state(self, algorithm: Any) -> TDErrorRegressor:
+        return TDErrorRegressor(
+            algorithm.observation_space,
+            algorithm.action_space,
+            self.hidden_sizes,
+            self.learning_rate,
+            self.weight_decay,
+            algorithm.device,
+        )
+
+    def updates(
+        self, batches: BatchSource, batch_size: int, train_actor: bool, algorithm_loss: AlgorithmLoss
+    ) -> Iterator[ReplayUpdate]:
+        batch = batches.sample(batch_size)
+        yield ReplayUpdate(batch, partial(algorithm_loss, weights=batch.weights), batch if train_actor else None)
+
+    def priorities(self, step: CriticStep, td_errors: th.Tensor, critics: Critics) -> th.Tensor:
+        regressor: TDErrorRegressor = critics.replay_scheme_state
+        batch = step.batch
+        regressor.fit_step(batch.observations, batch.actions, signed_td_errors(step))
+        with th.no_grad():
+            return regressor(batch.observations, batch.actions).abs().flatten()
+
+    def log_statistics(self, logger: Logger, buffer: ReplayBuffer, record: TrainingCallRecord) -> None:
+        log_importance_sampling_statistics(logger, buffer, record)
