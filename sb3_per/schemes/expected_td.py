@@ -71,7 +71,7 @@ class TDErrorRegressor(nn.Module):
         )
         sizes = [get_flattened_obs_dim(observation_space) + action_size, *hidden_sizes]
         layers: list[nn.Module] = []
-        for size_in, size_out in zip(sizes[:-1], sizes[1:], strict=True):
+        for size_in, size_out in itertools.pairwise(sizes):
             layers += [nn.Linear(size_in, size_out), nn.ReLU()]
         self.net = nn.Sequential(*layers, nn.Linear(sizes[-1], 1)).to(device)
         self.optimizer = th.optim.Adam(self.parameters(), lr=learning_rate, weight_decay=weight_decay)
