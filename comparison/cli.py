@@ -43,6 +43,8 @@ _RUN_OPTIONS: tuple[tuple[str, str, Any, str], ...] = (
     ("--la3p-fraction", "la3p_fraction", float, "LA3P's prioritized share of each batch, in (0, 1]"),
     ("--half-life", "half_life", float, "half-life of the faded variant's priorities, in env steps"),
     ("--reward-floor", "reward_floor", float, "|reward| floor of the per_reward_floor ablation's priorities"),
+    ("--relo-alpha", "relo_alpha", float, "priority exponent of the relo variant"),
+    ("--relo-epsilon", "relo_epsilon", float, "priority offset of the relo variant"),
     ("--learning-rate", "learning_rate", float, "Adam learning rate"),
     ("--learning-starts", "learning_starts", int, "env steps collected before training"),
     ("--batch-size", "batch_size", int, "minibatch size"),

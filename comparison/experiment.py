@@ -39,7 +39,20 @@ from comparison.schema import CONFIG_FILE, EVALUATIONS_FILE, METRIC_COLUMNS, MOD
 from comparison.telemetry import telemetry_rows, telemetry_table
 from envs import SUMMARY_KEYS, FlatPolicy, ZScorePolicy
 from envs.regime_model import N_REGIMES
-from sb3_per import LA3P, LAP, PAL, PER, SAC, PrioritizedBufferMixin, PrioritizedReplayBuffer, TaggedReplayBuffer
+from sb3_per import (
+    LA3P,
+    LAP,
+    PAL,
+    PER,
+    SAC,
+    TQC,
+    UPER,
+    ExpectedTD,
+    PrioritizedBufferMixin,
+    PrioritizedReplayBuffer,
+    ReLo,
+    TaggedReplayBuffer,
+)
 from sb3_per.buffers import check_per_parameters
 from sb3_per.checks import is_sampling_weight
 from sb3_per.fading import check_priority_half_life
@@ -69,12 +82,14 @@ class ReplayVariant:
     :param scheme: the ``sb3_per.SAC`` ``replay_scheme`` of a run, from its config
     :param buffer_options: what the variant sets in a prioritized buffer's ``replay_buffer_kwargs`` beyond PER's
         (``RunConfig.replay_kwargs``), from a run's config
+    :param algorithm: ``sb3_per.SAC`` (default) or ``sb3_per.TQC``
     """
 
     buffer_class: type[ReplayBuffer]
     fields: frozenset[str] = frozenset()
     scheme: Callable[[RunConfig], ReplayScheme | None] = _no_scheme
     buffer_options: Callable[[RunConfig], dict[str, Any]] = _no_buffer_options
+    algorithm: type[SAC] | type[TQC] = SAC
 
 
 # The RunConfig fields that only some variants use (see ``ReplayVariant.fields``).
@@ -90,11 +105,14 @@ REPLAY_FIELDS = frozenset(
         "half_life",
         "regime_weights",
         "reward_floor",
+        "relo_alpha",
+        "relo_epsilon",
     }
 )
-# What PER's priorities and IS weights use, and what LAP's priorities use
+# What PER's priorities and IS weights use, what LAP's priorities use, and ReLo's
 PER_FIELDS = frozenset({"alpha", "epsilon", "beta_start", "beta_end"})
 LAP_FIELDS = frozenset({"lap_alpha", "lap_min_priority", "epsilon"})
+RELO_FIELDS = frozenset({"relo_alpha", "relo_epsilon", "beta_start", "beta_end"})
 
 
 def _lap_buffer(config: RunConfig) -> dict[str, Any]:
@@ -136,6 +154,19 @@ VARIANTS: dict[str, ReplayVariant] = {
         PER_FIELDS | {"half_life"},
         buffer_options=lambda c: {"priority_half_life": c.half_life},
     ),
+    # Sujit et al. 2023: PER's sampling and IS-weighted losses (critic and actor), priorities relu(L_online - L_target)
+    "relo": ReplayVariant(
+        PrioritizedReplayBuffer,
+        RELO_FIELDS,
+        scheme=lambda c: ReLo(),
+        buffer_options=lambda c: {"alpha": c.relo_alpha, "epsilon": c.relo_epsilon, "weight_normalization": "batch"},
+    ),
+    # Panahi et al. 2024: PER with priorities |h(s, a)|, h a regressor of the signed TD errors
+    "expected_td": ReplayVariant(PrioritizedReplayBuffer, PER_FIELDS, scheme=lambda c: ExpectedTD()),
+    # sb3-contrib's TQC with SB3's uniform replay (TaggedReplayBuffer), the reference of tqc_uper
+    "tqc": ReplayVariant(TaggedReplayBuffer, algorithm=TQC),
+    # Carrasco-Davis et al. 2025 on TQC: priorities 0.5 log(1 + (epistemic + target error) / aleatoric)
+    "tqc_uper": ReplayVariant(PrioritizedReplayBuffer, PER_FIELDS, scheme=lambda c: UPER(), algorithm=TQC),
     # Ablations of PER (not in the presets: they answer why PER does as it does on this env)
     # PER's sampling, SB3's unweighted loss: beta 0 throughout
     "per_no_is": ReplayVariant(
@@ -200,6 +231,9 @@ class RunConfig:
         (0.003: the median |reward| of
         uniform SAC's critic samples on validation seed 100, 30k steps: ``python scripts/td_error_scale.py --variant
         uniform --seed 100``)
+    :param relo_alpha: the ``relo`` variant's priority exponent (0.5, its authors' for SAC)
+    :param relo_epsilon: the ``relo`` variant's priority offset (its authors' 1e-5 is the size of this env's squared
+        TD errors: chosen on validation seeds, see ``scripts/relo_validation.py``)
     :param net_arch: hidden layers of the actor and critics
     :param learning_rate: Adam learning rate
     :param learning_starts: env steps collected before training starts
@@ -228,6 +262,8 @@ class RunConfig:
     half_life: float = 40_000.0
     regime_weights: tuple[float, ...] = (1.0, 1.5, 1.2)
     reward_floor: float = 0.003
+    relo_alpha: float = 0.5
+    relo_epsilon: float = 1e-5
     net_arch: tuple[int, ...] = (64, 64)
     learning_rate: float = 3e-4
     learning_starts: int = 1_000
@@ -264,6 +300,7 @@ class RunConfig:
         _check_ent_coef(self.ent_coef)
         check_per_parameters(self.alpha, self.beta_start, self.beta_end, epsilon=self.epsilon)
         check_per_parameters(self.lap_alpha, self.beta_start, self.beta_end, epsilon=self.epsilon)
+        check_per_parameters(self.relo_alpha, self.beta_start, self.beta_end, epsilon=self.relo_epsilon)
         variant = VARIANTS[self.variant]
         variant.scheme(self)  # its parameters checked by the scheme's constructor
         if "half_life" in variant.fields:  # only the variants that use it (see `canonical`)
@@ -360,13 +397,13 @@ def _check_ent_coef(ent_coef: str) -> None:
         raise ValueError(f"ent_coef must be 'auto', 'auto_<initial value>' or a number, all > 0, got {ent_coef!r}")
 
 
-def make_model(config: RunConfig, env: Any) -> SAC:
+def make_model(config: RunConfig, env: Any) -> SAC | TQC:
     """
-    ``sb3_per.SAC`` for ``config`` on ``env`` (a VecEnv), seeded with ``config.seed``; only the settings its variant
-    uses reach it (``RunConfig.canonical``).
+    ``sb3_per.SAC`` (or ``TQC``, as the variant says) for ``config`` on ``env`` (a VecEnv), seeded with
+    ``config.seed``; only the settings its variant uses reach it (``RunConfig.canonical``).
     """
     config = config.canonical()
-    return SAC(
+    return VARIANTS[config.variant].algorithm(
         "MlpPolicy",
         env,
         learning_rate=config.learning_rate,

@@ -1,0 +1,326 @@
+"""
+The noise test: where each replay scheme's attention goes when a known share of the transitions carries pure reward
+noise (``NoisyBandit-v0``), and how fast each learns what can be learned.
+
+Every variant trains SAC (or TQC) on ``NoisyBandit-v0`` with a buffer tagged by ``info["noisy"]``. At each evaluation
+a run records the noisy transitions' share of the buffer, of its priority mass (prioritized buffers) and of the
+transitions sampled since the previous evaluation (``model.replay_telemetry``), and the learnable reward its
+deterministic policy earns on fixed held-out contexts, noise-free and noisy (1 is the best). A priority that chases
+noise gives the noisy transitions far more than their buffer share of the priority mass; one that does not gives
+them about their share, or less.
+
+    python scripts/noise_test.py                          # every variant, seeds 0-4, into docs/results/noise_test
+    python scripts/noise_test.py --variants per relo --seeds 100 101 --out results/noise_validation
+
+Runs that are finished (their CSV holds every evaluation) are kept; the others are redone. The summary
+(``summary.md``) gives, per variant, the final shares and rewards as means over seeds with bootstrap CIs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.buffers import ReplayBuffer
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.env_util import make_vec_env
+
+import envs
+from comparison.experiment import configure_torch_threads, write_csv_atomically
+from comparison.statistics import bootstrap_ci
+from sb3_per import (
+    PER,
+    SAC,
+    TQC,
+    UPER,
+    ExpectedTD,
+    PrioritizedReplayBuffer,
+    ReLo,
+    ReplayScheme,
+    TaggedReplayBuffer,
+)
+
+NOISY_TAG = 1
+#: The figures of a run's CSV, one row per evaluation (NaN where a figure does not apply or was not logged)
+COLUMNS = (
+    "step",
+    "noisy_buffer_share",
+    "noisy_priority_share",
+    "noisy_sample_share",
+    "clean_reward",
+    "noisy_reward",
+)
+HELD_OUT_CONTEXTS = 256
+
+
+@dataclass(frozen=True)
+class NoiseVariant:
+    """
+    How one variant of the noise test learns.
+
+    :param algorithm: ``sb3_per.SAC`` or ``sb3_per.TQC``
+    :param scheme: its replay scheme (``None``: uniform replay through ``TaggedReplayBuffer``)
+    """
+
+    algorithm: Any
+    scheme: Callable[[], ReplayScheme] | None = None
+
+
+VARIANTS: dict[str, NoiseVariant] = {
+    "uniform": NoiseVariant(SAC),
+    "per": NoiseVariant(SAC, PER),
+    "relo": NoiseVariant(SAC, ReLo),
+    "expected_td": NoiseVariant(SAC, ExpectedTD),
+    "tqc": NoiseVariant(TQC),
+    "tqc_per": NoiseVariant(TQC, PER),
+    "tqc_uper": NoiseVariant(TQC, UPER),
+}
+
+
+@dataclass(frozen=True)
+class NoiseTestConfig:
+    """
+    One run of the noise test.
+
+    :param variant: a key of ``VARIANTS``
+    :param seed: the run's seed (SB3's, the env's, the sampling's)
+    :param total_steps: env steps (= transitions: every episode is one step)
+    :param learning_starts: steps before training starts
+    :param eval_freq: steps between evaluations (and at the end)
+    :param noise_share: the env's share of noisy contexts
+    :param noise_std: the env's reward noise
+    :param alpha: the prioritized buffer's priority exponent
+    :param epsilon: its priority offset
+    :param net_arch: hidden layers of the actor and critics
+    :param batch_size: minibatch size
+    """
+
+    variant: str = "per"
+    seed: int = 0
+    total_steps: int = 4_000
+    learning_starts: int = 500
+    eval_freq: int = 500
+    noise_share: float = 0.5
+    noise_std: float = 1.0
+    alpha: float = 0.6
+    epsilon: float = 1e-6
+    net_arch: tuple[int, ...] = (64, 64)
+    batch_size: int = 256
+
+    def __post_init__(self) -> None:
+        if self.variant not in VARIANTS:
+            raise ValueError(f"variant must be one of {sorted(VARIANTS)}, got {self.variant!r}")
+        if not 0 <= self.learning_starts < self.total_steps:
+            raise ValueError(f"learning_starts must be in [0, {self.total_steps}), got {self.learning_starts!r}")
+
+    @property
+    def run_name(self) -> str:
+        """``{variant}_s{seed}``"""
+        return f"{self.variant}_s{self.seed}"
+
+    @property
+    def eval_steps(self) -> list[int]:
+        """The steps at which the run evaluates: every ``eval_freq`` from 0, and the last."""
+        return sorted({*range(0, self.total_steps, self.eval_freq), self.total_steps})
+
+
+def make_model(config: NoiseTestConfig) -> BaseAlgorithm:
+    """The variant's model on ``NoisyBandit-v0``, its buffer tagged by ``info["noisy"]``."""
+    variant = VARIANTS[config.variant]
+    env = make_vec_env(
+        envs.NOISY_BANDIT_ID,
+        n_envs=1,
+        seed=config.seed,
+        # render_mode=None: SB3's make_vec_env asks for "rgb_array" unless told otherwise
+        env_kwargs={"noise_share": config.noise_share, "noise_std": config.noise_std, "render_mode": None},
+    )
+    buffer: dict[str, Any] = dict(
+        replay_buffer_class=TaggedReplayBuffer, replay_buffer_kwargs={"tag_key": envs.NOISY_KEY}
+    )
+    if variant.scheme is not None:
+        buffer = dict(
+            replay_buffer_class=PrioritizedReplayBuffer,
+            replay_buffer_kwargs=dict(
+                tag_key=envs.NOISY_KEY, alpha=config.alpha, epsilon=config.epsilon, beta_anneal_steps="auto"
+            ),
+            replay_scheme=variant.scheme(),
+        )
+    return variant.algorithm(
+        "MlpPolicy",
+        env,
+        learning_starts=config.learning_starts,
+        batch_size=config.batch_size,
+        policy_kwargs=dict(net_arch=list(config.net_arch)),
+        seed=config.seed,
+        device="cpu",
+        **buffer,
+    )
+
+
+def learnable_reward_of(model: BaseAlgorithm, contexts: np.ndarray) -> float:
+    """The mean learnable reward (no noise) of ``model``'s deterministic actions on ``contexts``."""
+    actions, _ = model.predict(contexts, deterministic=True)
+    return float(np.mean(envs.learnable_reward(contexts, actions)))
+
+
+class NoiseTestEvaluation(BaseCallback):
+    """
+    Records a row of ``COLUMNS`` at each of the config's evaluation steps, then clears the model's replay telemetry
+    (so that each row's sample share is over the training calls since the previous one).
+
+    :param config: the run
+    """
+
+    def __init__(self, config: NoiseTestConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.rows: list[dict[str, float]] = []
+        self.contexts = {
+            noisy: envs.held_out_contexts(HELD_OUT_CONTEXTS, noisy, config.noise_share) for noisy in (False, True)
+        }
+        self._pending = list(config.eval_steps)
+
+    def _record(self) -> None:
+        model: Any = self.model
+        buffer: ReplayBuffer = model.replay_buffer
+        telemetry = model.replay_telemetry
+        shares = buffer.tag_buffer_shares() if buffer.size() else {}  # type: ignore[attr-defined]
+        priority_shares = (
+            buffer.tag_priority_shares() if isinstance(buffer, PrioritizedReplayBuffer) and buffer.size() else {}
+        )
+        self.rows.append(
+            {
+                "step": self.num_timesteps,
+                "noisy_buffer_share": shares.get(NOISY_TAG, math.nan),
+                "noisy_priority_share": priority_shares.get(NOISY_TAG, math.nan),
+                "noisy_sample_share": telemetry.value(NOISY_TAG, "sample_share"),
+                "clean_reward": learnable_reward_of(model, self.contexts[False]),
+                "noisy_reward": learnable_reward_of(model, self.contexts[True]),
+            }
+        )
+        telemetry.clear()
+        self._pending.pop(0)
+
+    def _on_training_start(self) -> None:
+        self._record()
+
+    def _on_step(self) -> bool:
+        if self._pending and self.num_timesteps >= self._pending[0]:
+            self._record()
+        return True
+
+
+def run(config: NoiseTestConfig) -> pd.DataFrame:
+    """Train and evaluate one run; its rows (``COLUMNS``, one per evaluation step)."""
+    model = make_model(config)
+    evaluation = NoiseTestEvaluation(config)
+    model.learn(config.total_steps, callback=evaluation)
+    return pd.DataFrame(evaluation.rows, columns=list(COLUMNS))
+
+
+def is_finished(path: Path, config: NoiseTestConfig) -> bool:
+    """Whether ``path`` holds the run of ``config``: its config beside it and a row for every evaluation step."""
+    config_path = path.with_suffix(".json")
+    if not (path.is_file() and config_path.is_file()):
+        return False
+    try:
+        stored = json.loads(config_path.read_text())
+        rows = pd.read_csv(path)
+    except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError):
+        return False
+    return (
+        stored == json.loads(json.dumps(asdict(config)))
+        and list(rows.columns) == list(COLUMNS)
+        and rows["step"].tolist() == config.eval_steps
+        and rows[["clean_reward", "noisy_reward"]].notna().all().all()
+    )
+
+
+def run_all(configs: Sequence[NoiseTestConfig], out_dir: Path) -> pd.DataFrame:
+    """
+    Every run of ``configs`` into ``out_dir/runs`` (a finished run is kept), then all their rows with ``variant`` and
+    ``seed`` columns.
+    """
+    runs_dir = Path(out_dir) / "runs"
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    frames = []
+    for config in configs:
+        path = runs_dir / f"{config.run_name}.csv"
+        if not is_finished(path, config):
+            print(f"noise test: {config.run_name}", flush=True)
+            path.with_suffix(".json").write_text(json.dumps(asdict(config), indent=2, sort_keys=True))
+            write_csv_atomically(run(config), path)
+        frames.append(pd.read_csv(path).assign(variant=config.variant, seed=config.seed))
+    return pd.concat(frames, ignore_index=True)
+
+
+def mean_and_ci(values: np.ndarray) -> str:
+    """``mean [low, high]`` of per-seed values (bootstrap over seeds), or ``n/a`` where none is finite."""
+    finite = values[np.isfinite(values)]
+    if not finite.size:
+        return "n/a"
+    low, high = bootstrap_ci(finite, statistic=np.mean)
+    return f"{finite.mean():.3f} [{low:.3f}, {high:.3f}]"
+
+
+def summary_table(rows: pd.DataFrame) -> str:
+    """
+    The summary's table: per variant, the noisy transitions' final buffer, priority-mass and sample shares, the
+    final learnable reward on the noise-free and the noisy contexts, and the noise-free reward averaged over every
+    evaluation after the first (how fast it learns), each a mean over seeds with a 95% bootstrap CI.
+    """
+    header = (
+        "| Variant | Seeds | Noisy: buffer share | Noisy: priority share | Noisy: sample share | "
+        "Noise-free reward, final | Noise-free reward, mean over the run | Noisy-context reward, final |\n"
+        "|---|---:|---:|---:|---:|---:|---:|---:|\n"
+    )
+    lines = []
+    for variant, frame in rows.groupby("variant", sort=False):
+        final = frame.sort_values("step").groupby("seed").tail(1)
+        over_run = frame[frame["step"] > 0].groupby("seed")["clean_reward"].mean().to_numpy()
+        cells = [
+            mean_and_ci(final[column].to_numpy(dtype=float))
+            for column in ("noisy_buffer_share", "noisy_priority_share", "noisy_sample_share", "clean_reward")
+        ]
+        cells += [mean_and_ci(over_run), mean_and_ci(final["noisy_reward"].to_numpy(dtype=float))]
+        lines.append(f"| {variant} | {final['seed'].nunique()} | " + " | ".join(cells) + " |")
+    return header + "\n".join(lines) + "\n"
+
+
+def noise_test_main(argv: Sequence[str] | None = None) -> pd.DataFrame:
+    """The command line of ``scripts/noise_test.py``."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
+    parser.add_argument("--total-steps", type=int, default=NoiseTestConfig.total_steps)
+    parser.add_argument("--epsilon", type=float, default=NoiseTestConfig.epsilon)
+    parser.add_argument("--out", type=Path, default=Path("docs/results/noise_test"))
+    args = parser.parse_args(argv)
+    configure_torch_threads()
+    base = NoiseTestConfig(total_steps=args.total_steps, epsilon=args.epsilon)
+    configs = [replace(base, variant=variant, seed=seed) for seed in args.seeds for variant in args.variants]
+    rows = run_all(configs, args.out)
+    table = summary_table(rows)
+    command = " ".join(["python scripts/noise_test.py", *(sys.argv[1:] if argv is None else argv)])
+    summary = (
+        "# Noise test: where each replay scheme's attention goes\n\n"
+        f"`NoisyBandit-v0`, noise share {base.noise_share}, noise N(0, {base.noise_std}^2); {base.total_steps} steps, "
+        f"learning from {base.learning_starts}; SAC or TQC with {list(base.net_arch)} networks, batch "
+        f"{base.batch_size}; prioritized buffers alpha {base.alpha}, epsilon {base.epsilon}, beta 0.4 -> 1 over the "
+        f"run. Means over seeds {sorted(set(args.seeds))} with 95% bootstrap CIs; shares at the last evaluation "
+        "(sample share over the training calls since the one before); rewards are the learnable reward (1 at best) "
+        f"of the deterministic policy on {HELD_OUT_CONTEXTS} held-out contexts of each kind.\n\n"
+        f"{table}\nCommand: `{command}`\n"
+    )
+    (Path(args.out) / "summary.md").write_text(summary)
+    print(table)
+    return rows

@@ -1,0 +1,6 @@
+"""The noise test: each replay scheme's attention on pure-noise transitions, and its learning speed. See --help."""
+
+from comparison.noise_test import noise_test_main
+
+if __name__ == "__main__":
+    noise_test_main()
