@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import torch as th
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.callbacks import BaseCallback
@@ -37,6 +38,7 @@ from stable_baselines3.common.env_util import make_vec_env
 import envs
 from comparison.experiment import configure_torch_threads, write_csv_atomically
 from comparison.statistics import bootstrap_ci
+from comparison.td_error_scale import rank_correlation
 from sb3_per import (
     PER,
     SAC,
@@ -58,6 +60,7 @@ COLUMNS = (
     "noisy_sample_share",
     "clean_reward",
     "noisy_reward",
+    "priority_error_correlation",
 )
 HELD_OUT_CONTEXTS = 256
 
@@ -166,6 +169,31 @@ def make_model(config: NoiseTestConfig) -> BaseAlgorithm:
     )
 
 
+def critic_value(model: Any, observations: np.ndarray, actions: np.ndarray) -> np.ndarray:
+    """The critics' mean Q(s, a) (TQC: also over its quantiles) of each (observation, action)."""
+    with th.no_grad():
+        values = model.critic(th.as_tensor(observations), th.as_tensor(actions))
+        if isinstance(values, th.Tensor):  # TQC: (batch, critics, quantiles)
+            return values.mean(dim=(1, 2)).numpy()
+        return th.cat(values, dim=1).mean(dim=1).numpy()
+
+
+def priority_error_correlation(model: Any) -> float:
+    """
+    How well a prioritized buffer's priorities rank the learnable error: the rank correlation (Spearman) over the
+    stored transitions of their priority with ``|E[y | s, a] - Q(s, a)|``, the absolute expected TD error, known
+    exactly here (one-step episodes: ``E[y | s, a]`` is the learnable reward). NaN for a buffer that is not
+    prioritized.
+    """
+    buffer = model.replay_buffer
+    if not isinstance(buffer, PrioritizedReplayBuffer) or buffer.n_transitions < 2:
+        return math.nan
+    n = buffer.n_transitions
+    observations, actions = buffer.observations[: buffer.size(), 0], buffer.actions[: buffer.size(), 0]
+    expected_error = np.abs(envs.learnable_reward(observations, actions) - critic_value(model, observations, actions))
+    return rank_correlation(buffer.priorities_at(np.arange(n)), expected_error)
+
+
 def learnable_reward_of(model: BaseAlgorithm, contexts: np.ndarray) -> float:
     """The mean learnable reward (no noise) of ``model``'s deterministic actions on ``contexts``."""
     actions, _ = model.predict(contexts, deterministic=True)
@@ -205,6 +233,7 @@ class NoiseTestEvaluation(BaseCallback):
                 "noisy_sample_share": telemetry.value(NOISY_TAG, "sample_share"),
                 "clean_reward": learnable_reward_of(model, self.contexts[False]),
                 "noisy_reward": learnable_reward_of(model, self.contexts[True]),
+                "priority_error_correlation": priority_error_correlation(model),
             }
         )
         telemetry.clear()
@@ -280,8 +309,9 @@ def summary_table(rows: pd.DataFrame) -> str:
     """
     header = (
         "| Variant | Seeds | Noisy: buffer share | Noisy: priority share | Noisy: sample share | "
-        "Noise-free reward, final | Noise-free reward, mean over the run | Noisy-context reward, final |\n"
-        "|---|---:|---:|---:|---:|---:|---:|---:|\n"
+        "Noise-free reward, final | Noise-free reward, mean over the run | Noisy-context reward, final | "
+        "Priority vs expected error (Spearman) |\n"
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n"
     )
     lines = []
     for variant, frame in rows.groupby("variant", sort=False):
@@ -291,7 +321,11 @@ def summary_table(rows: pd.DataFrame) -> str:
             mean_and_ci(final[column].to_numpy(dtype=float))
             for column in ("noisy_buffer_share", "noisy_priority_share", "noisy_sample_share", "clean_reward")
         ]
-        cells += [mean_and_ci(over_run), mean_and_ci(final["noisy_reward"].to_numpy(dtype=float))]
+        cells += [mean_and_ci(over_run)]
+        cells += [
+            mean_and_ci(final[column].to_numpy(dtype=float))
+            for column in ("noisy_reward", "priority_error_correlation")
+        ]
         lines.append(f"| {variant} | {final['seed'].nunique()} | " + " | ".join(cells) + " |")
     return header + "\n".join(lines) + "\n"
 
