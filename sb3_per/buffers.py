@@ -622,7 +622,9 @@ class PrioritizedReplayBuffer(PrioritizedBufferMixin, ReplayBuffer):
         ``buffer_size / 512``. With ``weight_normalization="buffer"`` the largest possible weight is the oldest
         transition's, so recent samples' weights shrink by about ``2 ** (-beta * oldest age / h)``: a half-life
         short enough for that to underflow float32 (weights of exactly 0, no training) is refused, and
-        ``"batch"`` avoids the shrinking altogether. None (default): no fading
+        ``"batch"`` avoids the shrinking altogether. Every 64 half-lives the whole store is rescaled by a power of two
+        (exact), in O(buffer_size * n_envs): one ``add`` then takes that long (about 1.4 s at 1e7 transitions with
+        the inverse tree, measured once; a few ms at 1e5). None (default): no fading
     """
 
     samples_class = PrioritizedReplayBufferSamples

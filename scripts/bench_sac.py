@@ -7,12 +7,14 @@ Each is first run past ``learning_starts`` and a warm-up, then they take turns r
 ``learn(chunk, reset_num_timesteps=False)``, round by round, so machine noise hits all alike: many short
 rounds pair better than a few long ones on a shared machine. The script prints the milliseconds per step
 of each and their ratio to the baseline (targets: PER <= 1.03x uniform, LA3P with the matched budget
-<= 1.10x, telemetry on a tagged PER buffer <= 3% over PER).
+<= 1.10x, telemetry on a tagged PER buffer <= 3% over PER, ReLo and ExpectedTD <= 1.10x); with ``--tqc``,
+sb3_per.TQC with uniform replay and with UPER (target <= 1.05x the uniform TQC, printed apart).
 
     python scripts/bench_sac.py                          # Pendulum-v1, 40 rounds x 150 steps
     python scripts/bench_sac.py --control                # also sb3_per.SAC with the uniform buffer
     python scripts/bench_sac.py --la3p --telemetry       # also LA3P (matched) and PER with tagged telemetry
     python scripts/bench_sac.py --env MountainCarContinuous-v0 --rounds 20 --chunk 300
+    python scripts/bench_sac.py --control --relo --expected-td --tqc   # the noise-robust schemes
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import sb3_per
 from sb3_per import PrioritizedReplayBuffer
 
 BASELINE = "stable_baselines3.SAC, uniform"
+TQC_BASELINE = "sb3_per.TQC, uniform"
 
 
 def build_models(args: argparse.Namespace) -> dict[str, BaseAlgorithm]:
@@ -63,6 +66,16 @@ def build_models(args: argparse.Namespace) -> dict[str, BaseAlgorithm]:
             replay_buffer_kwargs={"inverse_sampling": True, "alpha": 0.4},
             **settings,
         )
+    prioritized = dict(replay_buffer_class=PrioritizedReplayBuffer, **settings)
+    if args.relo:
+        models["sb3_per.SAC, ReLo"] = sb3_per.SAC("MlpPolicy", args.env, replay_scheme=sb3_per.ReLo(), **prioritized)
+    if args.expected_td:
+        models["sb3_per.SAC, ExpectedTD"] = sb3_per.SAC(
+            "MlpPolicy", args.env, replay_scheme=sb3_per.ExpectedTD(), **prioritized
+        )
+    if args.tqc:
+        models[TQC_BASELINE] = sb3_per.TQC("MlpPolicy", args.env, **settings)
+        models["sb3_per.TQC, UPER"] = sb3_per.TQC("MlpPolicy", args.env, replay_scheme=sb3_per.UPER(), **prioritized)
     if args.telemetry:
         # Untagged envs store tag -1 everywhere: the telemetry's whole path runs, with one tag.
         models["sb3_per.SAC, PER, telemetry"] = sb3_per.SAC(
@@ -106,6 +119,9 @@ def main() -> None:
     parser.add_argument("--control", action="store_true", help="also time sb3_per.SAC with the uniform buffer")
     parser.add_argument("--la3p", action="store_true", help="also time sb3_per.SAC with replay_scheme=LA3P() (matched)")
     parser.add_argument("--telemetry", action="store_true", help="also time PER with a tagged buffer's telemetry")
+    parser.add_argument("--relo", action="store_true", help="also time sb3_per.SAC with replay_scheme=ReLo()")
+    parser.add_argument("--expected-td", action="store_true", help="also time sb3_per.SAC with ExpectedTD()")
+    parser.add_argument("--tqc", action="store_true", help="also time sb3_per.TQC, uniform and with UPER()")
     args = parser.parse_args()
     th.set_num_threads(1)
 
@@ -128,6 +144,14 @@ def main() -> None:
             f"{name:<32} {np.median(clocks['wall']) * 1e3:>12.3f} {clocks['wall'].min() * 1e3:>9.3f} "
             f"{np.median(clocks['cpu']) * 1e3:>11.3f} {ratio:>6.3f}x {ratio_per_round:>11.3f}x"
         )
+    if TQC_BASELINE in times:
+        tqc_wall = times[TQC_BASELINE]["wall"]
+        for name in ("sb3_per.TQC, UPER",):
+            ratio_per_round = np.median(times[name]["wall"] / tqc_wall)
+            print(
+                f"{name} / {TQC_BASELINE}: {np.median(times[name]['wall']) / np.median(tqc_wall):.3f}x median, "
+                f"{ratio_per_round:.3f}x per round"
+            )
     print(
         "ratio: wall median / the baseline's; ratio/round: median over rounds of wall time / the baseline's "
         "in the same round. Targets: PER <= 1.03x, LA3P matched <= 1.10x, PER with telemetry <= 1.03 x PER's ratio."
