@@ -18,12 +18,14 @@ import gymnasium as gym
 from comparison.experiment import VARIANTS, RunConfig, configure_torch_threads, train_run
 from comparison.runner import (
     BACKENDS,
+    NOT_STARTED,
     PRESETS,
     RunsInterrupted,
     is_finished,
     plan_runs,
     run_comparison,
     stop_on_signals,
+    unfinished_reason,
 )
 from envs import walk_forward_env_kwargs
 
@@ -293,11 +295,18 @@ def compare_parser() -> argparse.ArgumentParser:
 
 
 def _finished_runs(parser: argparse.ArgumentParser, configs: Sequence[RunConfig], out: Path) -> list[RunConfig]:
-    """The runs of ``configs`` already finished in ``out`` (``--report-only``); a usage error if there are none."""
+    """
+    The runs of ``configs`` already finished in ``out`` (``--report-only``), saying why each run begun but not
+    finished is left out; a usage error if there are none.
+    """
     try:
-        finished = [config for config in configs if is_finished(out, config)]
-    except ValueError as error:  # a run directory written with other settings
+        reasons = {config.run_name: unfinished_reason(out, config) for config in configs}
+    except ValueError as error:  # a run directory written with other settings, or whose settings cannot be read
         parser.error(str(error))
+    for name, reason in reasons.items():
+        if reason not in (None, NOT_STARTED):
+            print(f"left out of the report: {name}: {reason}", file=sys.stderr)
+    finished = [config for config in configs if reasons[config.run_name] is None]
     if not finished:
         parser.error(f"--report-only: none of the plan's {len(configs)} runs has finished in {out}")
     return finished

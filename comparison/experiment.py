@@ -193,6 +193,9 @@ class RunConfig:
     :param buffer_size: replay capacity
     :param gamma: discount factor
     :param ent_coef: SAC entropy coefficient (``"auto_0.1"``: learned, starting at 0.1)
+    :param prices_sha256: SHA-256 of the price CSV the envs replay (``price_files_sha256``), so that a run trained on
+        a file since edited in place is told apart from one on its new content; None: no price file (synthetic
+        prices), or not recorded
     """
 
     variant: str = "per"
@@ -221,6 +224,7 @@ class RunConfig:
     buffer_size: int = 1_000_000
     gamma: float = 0.99
     ent_coef: str = "auto_0.1"
+    prices_sha256: str | None = None
 
     def __post_init__(self) -> None:
         if self.variant not in VARIANTS:
@@ -292,6 +296,11 @@ class RunConfig:
         """Seeds of the evaluation episodes."""
         return [self.eval_seed + i for i in range(self.eval_episodes)]
 
+    @property
+    def evaluation_steps(self) -> list[int]:
+        """The env steps at which the run is evaluated (``PeriodicEvaluation``): 0, every ``eval_freq``, the last."""
+        return sorted({*range(0, self.total_steps + 1, self.eval_freq), self.total_steps})
+
     def to_json(self) -> str:
         """The config as JSON (tuples become lists)."""
         return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
@@ -301,12 +310,22 @@ class RunConfig:
         """
         The config that ``to_json`` wrote; fields it lacks (written before they existed) take their defaults.
 
-        :raises ValueError: the text is not such a config
+        :raises ValueError: saying what is wrong: the text is not JSON, not a JSON object, has a key that is no
+            field of RunConfig, or a value that field refuses
         """
         try:
-            return cls(**json.loads(text))
-        except (TypeError, json.JSONDecodeError) as error:
-            raise ValueError(f"not a RunConfig: {error}") from None
+            fields = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"not JSON ({error})") from None
+        if not isinstance(fields, dict):
+            raise ValueError(f"a JSON {type(fields).__name__}, not an object of RunConfig's fields")
+        unknown = sorted(set(fields) - {field.name for field in dataclasses.fields(cls)})
+        if unknown:
+            raise ValueError(f"unknown key(s) {unknown}: not fields of RunConfig (written by another version?)")
+        try:
+            return cls(**fields)
+        except TypeError as error:  # a value of the wrong type, compared or converted in __post_init__
+            raise ValueError(f"a value of the wrong type ({error})") from None
 
     def replay_kwargs(self) -> dict[str, Any]:
         """
@@ -506,7 +525,8 @@ def train_run(
     # What an unfinished earlier attempt left (logs, a model) would mix with this run's.
     shutil.rmtree(run_dir, ignore_errors=True)
     run_dir.mkdir(parents=True)
-    (run_dir / CONFIG_FILE).write_text(config.to_json())
+    # Atomically: a run cut short while writing it must not leave settings that cannot be read.
+    write_text_atomically(config.to_json(), run_dir / CONFIG_FILE)
     env = make_vec_env(config.env_id, n_envs=1, seed=config.seed, env_kwargs=config.env_kwargs)
     model = make_model(config, env)
     model.set_logger(configure(str(run_dir), list(log_formats)))
@@ -538,6 +558,13 @@ def write_csv_atomically(frame: pd.DataFrame, path: Path) -> None:
     """Write ``frame`` to ``path`` so that the file either does not exist or is complete."""
     tmp = path.with_suffix(path.suffix + ".tmp")
     frame.to_csv(tmp, index=False)
+    os.replace(tmp, path)
+
+
+def write_text_atomically(text: str, path: Path) -> None:
+    """Write ``text`` to ``path`` so that the file either does not exist or is complete."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text)
     os.replace(tmp, path)
 
 

@@ -16,12 +16,13 @@ import os
 import re
 import shutil
 import signal
+import sys
 import tempfile
 import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from multiprocessing import get_context
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
@@ -38,12 +39,17 @@ from comparison.schema import (
     BASELINES_FILE,
     CONFIG_FILE,
     EVALUATIONS_FILE,
+    METRIC_COLUMNS,
+    PROGRESS_FILE,
     RUNS_DIR,
     TELEMETRY_COLUMNS,
     TELEMETRY_FILE,
 )
+from comparison.tables import read_table, validate_evaluations, validate_telemetry
 
 BACKENDS = ("local", "ray")
+#: ``unfinished_reason`` of a run that has no folder yet.
+NOT_STARTED = "not started"
 # Seconds a terminated run process has to exit before it is killed.
 _GRACE_SECONDS = 5.0
 
@@ -128,23 +134,117 @@ def run_dir(out_dir: Path, config: RunConfig) -> Path:
 
 def is_finished(out_dir: Path, config: RunConfig) -> bool:
     """
-    Whether ``config``'s run has already finished in ``out_dir``.
+    Whether ``config``'s run has finished in ``out_dir`` (see ``unfinished_reason``).
 
-    :raises ValueError: the directory holds that run with a different config (a rerun with other
-        settings must go to another ``--out`` rather than mix results)
+    :raises ValueError: as ``unfinished_reason``
+    """
+    return unfinished_reason(out_dir, config) is None
+
+
+def unfinished_reason(out_dir: Path, config: RunConfig) -> str | None:
+    """
+    Why ``config``'s run in ``out_dir`` is not finished, None if it is: finished means its ``config.json`` holds
+    ``config``, and its files hold the whole run (``run_tables``). A run that is not finished is redone.
+
+    :raises ValueError: its ``config.json`` holds other settings (a rerun with other settings must go to another
+        ``--out`` rather than mix results), or cannot be read (say, a newer version's): naming the file and what
+        differs or is wrong
     """
     directory = run_dir(out_dir, config)
+    if not directory.exists():
+        return NOT_STARTED
     config_path = directory / CONFIG_FILE
-    if config_path.exists():
-        # Both sides canonical: a setting the variant ignores, or a default it ignores that changed since the run
-        # was written (say RunConfig.lap_min_priority for a uniform run), does not make it another run.
-        stored = _stored_config(config_path)
-        if stored is None or stored.canonical() != config.canonical():
-            raise ValueError(
-                f"{config_path} was written with other settings than this comparison's; "
-                "use another output directory or delete it"
-            )
-    return (directory / EVALUATIONS_FILE).exists()
+    if not config_path.is_file():
+        return f"{config_path}: no such file (settings unknown)"
+    _check_stored_settings(config_path, config)
+    try:
+        run_tables(directory, config)
+    except (OSError, ValueError) as problem:
+        return str(problem)
+    return None
+
+
+def _check_stored_settings(path: Path, config: RunConfig) -> None:
+    """Raise ``ValueError`` unless the config file ``path`` holds ``config`` (both canonical), naming what differs."""
+    try:
+        stored = RunConfig.from_json(path.read_text())
+    except ValueError as error:
+        raise ValueError(
+            f"{path} cannot be read as a run's settings: {error}; delete that run's folder to redo it, or use "
+            "another output directory"
+        ) from None
+    # Both sides canonical: a setting the variant ignores, or a default it ignores that changed since the run
+    # was written (say RunConfig.lap_min_priority for a uniform run), does not make it another run.
+    differences = _setting_differences(stored.canonical(), config.canonical())
+    if differences:
+        raise ValueError(
+            f"{path} was written with other settings than this comparison's ({'; '.join(differences)}); "
+            "use another output directory or delete it"
+        )
+
+
+def _setting_differences(stored: RunConfig, wanted: RunConfig) -> list[str]:
+    """Each field on which ``stored`` and ``wanted`` differ, as ``name: stored value there, wanted value now``."""
+    names = [field.name for field in fields(RunConfig)]
+    return [
+        f"{name}: {getattr(stored, name)!r} there, {getattr(wanted, name)!r} now"
+        for name in names
+        if getattr(stored, name) != getattr(wanted, name)
+    ]
+
+
+def run_tables(directory: Path, config: RunConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """
+    The evaluations and telemetry of ``config``'s finished run in ``directory``, as read from its files, after
+    checking that they hold the whole run: every evaluation (``RunConfig.evaluation_steps``) with no value missing,
+    one telemetry row per tag at each evaluation (none for an untagged buffer), and ``progress.csv``.
+
+    :raises ValueError: naming the file and what is wrong with it (missing, empty, unreadable, cut short, another
+        run's rows, a value missing)
+    """
+    evaluations_path = directory / EVALUATIONS_FILE
+    evaluations = read_table(evaluations_path)
+    checked = validate_evaluations(evaluations, str(evaluations_path))
+    _check_run_columns(checked, config, evaluations_path, ("run", "variant", "seed"))
+    steps = checked["step"].tolist()
+    expected = config.evaluation_steps
+    if steps != expected:
+        raise ValueError(
+            f"{evaluations_path} holds {len(steps)} evaluation(s) at steps {_steps_span(steps)}, not the run's "
+            f"{len(expected)} at steps {_steps_span(expected)}"
+        )
+    empty = checked[list(METRIC_COLUMNS)].isna()
+    if empty.any(axis=None):
+        row, column = next(zip(*empty.to_numpy().nonzero(), strict=True))
+        raise ValueError(f"{evaluations_path} has no value in column {METRIC_COLUMNS[column]!r} at step {steps[row]}")
+    telemetry_path = directory / TELEMETRY_FILE
+    telemetry = read_table(telemetry_path)
+    checked = validate_telemetry(telemetry, str(telemetry_path))
+    _check_run_columns(checked, config, telemetry_path, ("variant", "seed"))
+    n_tags = checked["tag"].nunique()
+    if not checked.empty and (set(checked["step"]) != set(expected) or len(checked) != n_tags * len(expected)):
+        raise ValueError(
+            f"{telemetry_path} does not hold one row per tag at each of the run's evaluations (steps "
+            f"{_steps_span(expected)})"
+        )
+    progress_path = directory / PROGRESS_FILE
+    if not progress_path.is_file():
+        raise ValueError(f"{progress_path}: no such file")
+    return evaluations, telemetry
+
+
+def _check_run_columns(table: pd.DataFrame, config: RunConfig, path: Path, columns: Sequence[str]) -> None:
+    """Raise ``ValueError`` unless every row of ``table`` has ``config``'s value in each of ``columns``."""
+    values = {"run": config.run_name, "variant": config.variant, "seed": config.seed}
+    for column in columns:
+        if (table[column] != values[column]).any():
+            raise ValueError(f"{path} has rows whose {column} is not the run's {values[column]!r}")
+
+
+def _steps_span(steps: Sequence[int]) -> str:
+    """Env steps in short: ``0, 500, ..., 1500``, or all of them when there are four or fewer."""
+    shown = [*steps[:2], "...", steps[-1]] if len(steps) > 4 else steps
+    return ", ".join(map(str, shown)) if steps else "(none)"
 
 
 def check_backend(backend: str, ray_address: str | None = None) -> None:
@@ -163,14 +263,6 @@ def check_backend(backend: str, ray_address: str | None = None) -> None:
 
 # Called once per run as it ends: its config and None, or its config and its error text.
 _Record = Callable[[RunConfig, str | None], None]
-
-
-def _stored_config(path: Path) -> RunConfig | None:
-    """The config a run directory holds (fields added since it was written take their defaults); None if unreadable."""
-    try:
-        return RunConfig.from_json(path.read_text())
-    except ValueError:
-        return None
 
 
 def _train_in_child(config: RunConfig, directory: Path, errors: Connection) -> None:
@@ -386,7 +478,11 @@ def run_pending(
     :return: errors of the failed runs, by run name
     """
     check_backend(backend, ray_address)
-    pending = [config for config in configs if not is_finished(out_dir, config)]
+    reasons = {config.run_name: unfinished_reason(out_dir, config) for config in configs}
+    pending = [config for config in configs if reasons[config.run_name] is not None]
+    for config in pending:
+        if reasons[config.run_name] != NOT_STARTED:
+            print(f"redoing {config.run_name}: {reasons[config.run_name]}", file=sys.stderr)
     failures: dict[str, str] = {}
     if not pending:
         return failures
@@ -408,22 +504,22 @@ def run_pending(
     return failures
 
 
-def collect_evaluations(configs: Sequence[RunConfig], out_dir: Path) -> pd.DataFrame:
-    """Evaluation rows of the finished runs of ``configs``, in plan order."""
-    frames = [
-        pd.read_csv(run_dir(out_dir, config) / EVALUATIONS_FILE) for config in configs if is_finished(out_dir, config)
-    ]
-    if not frames:
+def collect_runs(configs: Sequence[RunConfig], out_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """
+    The evaluation rows and the telemetry rows (columns ``TELEMETRY_COLUMNS``) of the finished runs of ``configs``,
+    in plan order, each run's checked whole (``run_tables``) before any is combined.
+
+    :raises ValueError: no run of ``configs`` has finished in ``out_dir``
+    """
+    tables = [run_tables(run_dir(out_dir, config), config) for config in configs if is_finished(out_dir, config)]
+    if not tables:
         raise ValueError(f"no run of this comparison has finished in {out_dir}")
-    return pd.concat(frames, ignore_index=True)
-
-
-def collect_telemetry(configs: Sequence[RunConfig], out_dir: Path) -> pd.DataFrame:
-    """Telemetry rows of the finished runs of ``configs``, in plan order (columns ``TELEMETRY_COLUMNS``)."""
-    paths = [run_dir(out_dir, config) / TELEMETRY_FILE for config in configs if is_finished(out_dir, config)]
     # An untagged buffer's table is empty: left out, as concatenating an empty frame would lose the columns' types.
-    frames = [frame for frame in map(pd.read_csv, paths) if not frame.empty]
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(TELEMETRY_COLUMNS))
+    telemetry = [frame for _, frame in tables if not frame.empty]
+    return (
+        pd.concat([evaluations for evaluations, _ in tables], ignore_index=True),
+        pd.concat(telemetry, ignore_index=True) if telemetry else pd.DataFrame(columns=list(TELEMETRY_COLUMNS)),
+    )
 
 
 def run_comparison(
@@ -465,9 +561,9 @@ def run_comparison(
     out_dir.mkdir(parents=True, exist_ok=True)
     workers = workers or len(os.sched_getaffinity(0))
     failures = run_pending(configs, out_dir, workers, progress, backend=backend, ray_address=ray_address)
-    evaluations = collect_evaluations(configs, out_dir)
+    evaluations, telemetry = collect_runs(configs, out_dir)
     write_csv_atomically(evaluations, out_dir / EVALUATIONS_FILE)
-    write_csv_atomically(collect_telemetry(configs, out_dir), out_dir / TELEMETRY_FILE)
+    write_csv_atomically(telemetry, out_dir / TELEMETRY_FILE)
     baselines = baseline_rows(first.env_id, first.evaluation_env_kwargs, first.eval_seeds)
     write_csv_atomically(baselines, out_dir / BASELINES_FILE)
     seeds = sorted({config.seed for config in configs})

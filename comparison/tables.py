@@ -50,7 +50,12 @@ def _coerce_columns(frame: pd.DataFrame, source: str, *, strings: Sequence[str],
         raise ValueError(f"{source}: column 'mean_return' has empty values")
 
 
-def _validate_evaluations(frame: pd.DataFrame, source: str) -> pd.DataFrame:
+def validate_evaluations(frame: pd.DataFrame, source: str) -> pd.DataFrame:
+    """
+    :param frame: evaluations as read from a CSV file (``read_table``)
+    :param source: what to call them in errors (their file)
+    :return: a checked copy (see ``load_evaluations``)
+    """
     frame = frame.copy()
     check_columns(frame, EVALUATION_COLUMNS, source)
     _coerce_columns(frame, source, strings=("run", "variant"), integers=("seed", "step"))
@@ -76,13 +81,21 @@ def _validate_baselines(frame: pd.DataFrame, source: str) -> pd.DataFrame:
     return frame
 
 
-def _read_csv(path: Path) -> pd.DataFrame:
+def read_table(path: Path) -> pd.DataFrame:
+    """
+    A CSV file with a header row, as pandas reads it.
+
+    :raises FileNotFoundError: naming ``path``
+    :raises ValueError: naming ``path``: it is empty, or a row has more cells than the header
+    """
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file")
     try:
         return pd.read_csv(path)
     except pd.errors.EmptyDataError as exc:
         raise ValueError(f"{path} is empty (no header, no rows)") from exc
+    except pd.errors.ParserError as exc:
+        raise ValueError(f"{path} is not a table of its header's columns: {exc}") from exc
 
 
 def load_evaluations(path: str | Path) -> pd.DataFrame:
@@ -95,7 +108,7 @@ def load_evaluations(path: str | Path) -> pd.DataFrame:
         ``(run, step)`` rows or a run with several variants or seeds (the message names the file and column)
     """
     path = Path(path)
-    return _validate_evaluations(_read_csv(path), str(path))
+    return validate_evaluations(read_table(path), str(path))
 
 
 def load_baselines(path: str | Path) -> pd.DataFrame:
@@ -108,7 +121,7 @@ def load_baselines(path: str | Path) -> pd.DataFrame:
         variant (the message names the file and column)
     """
     path = Path(path)
-    return _validate_baselines(_read_csv(path), str(path))
+    return _validate_baselines(read_table(path), str(path))
 
 
 def load_telemetry(path: str | Path) -> pd.DataFrame:
@@ -121,8 +134,16 @@ def load_telemetry(path: str | Path) -> pd.DataFrame:
         figures, or duplicated ``(variant, seed, step, tag)`` rows (the message names the file and column)
     """
     path = Path(path)
-    frame = _read_csv(path)
-    source = str(path)
+    return validate_telemetry(read_table(path), str(path))
+
+
+def validate_telemetry(frame: pd.DataFrame, source: str) -> pd.DataFrame:
+    """
+    :param frame: telemetry as read from a CSV file (``read_table``)
+    :param source: what to call it in errors (its file)
+    :return: a checked copy (see ``load_telemetry``)
+    """
+    frame = frame.copy()
     missing = [column for column in TELEMETRY_COLUMNS if column not in frame.columns]
     if missing:
         raise ValueError(f"{source} is missing required column(s) {missing}; expected {list(TELEMETRY_COLUMNS)}")

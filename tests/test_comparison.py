@@ -272,35 +272,6 @@ def test_a_finished_run_with_other_settings_is_refused(tmp_path):
         is_finished(tmp_path, config)
 
 
-def test_a_run_written_before_a_config_field_existed_is_still_recognised(tmp_path):
-    config = RunConfig(variant="lap", seed=0)
-    directory = run_dir(tmp_path, config)
-    directory.mkdir(parents=True)
-    stored = json.loads(config.to_json())
-    del stored["lap_alpha"]  # a field added later, at its default
-    (directory / "config.json").write_text(json.dumps(stored))
-    (directory / "evaluations.csv").write_text("run\n")
-    assert is_finished(tmp_path, config)
-    with pytest.raises(ValueError, match="other settings"):
-        is_finished(tmp_path, RunConfig(variant="lap", seed=0, lap_alpha=0.5))
-    (directory / "config.json").write_text("{not json")
-    with pytest.raises(ValueError, match="other settings"):
-        is_finished(tmp_path, config)
-
-
-def test_a_finished_run_stays_finished_when_a_default_its_variant_ignores_changes(tmp_path):
-    config = RunConfig(variant="per", seed=0)
-    directory = run_dir(tmp_path, config)
-    directory.mkdir(parents=True)
-    # written when lap_min_priority's default was another value: PER never reads it
-    (directory / "config.json").write_text(replace(config, lap_min_priority=1.0).to_json())
-    (directory / "evaluations.csv").write_text("run\n")
-    assert is_finished(tmp_path, config)
-    assert is_finished(tmp_path, replace(config, lap_min_priority=0.5))
-    with pytest.raises(ValueError, match="other settings"):
-        is_finished(tmp_path, replace(config, alpha=0.9))
-
-
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
