@@ -19,7 +19,7 @@ import dataclasses
 import json
 import os
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,7 @@ import envs  # noqa: F401  (registers PairsTrading-v0)
 from comparison.schema import CONFIG_FILE, EVALUATIONS_FILE, METRIC_COLUMNS, MODEL_FILE, TELEMETRY_FILE
 from comparison.telemetry import logged_telemetry, telemetry_table
 from envs import SUMMARY_KEYS, FlatPolicy, ZScorePolicy
+from envs.price_data import price_file_sha256
 from envs.regime_model import N_REGIMES
 from sb3_per import SAC, PrioritizedBufferMixin, PrioritizedReplayBuffer, TaggedReplayBuffer
 from sb3_per.buffers import (
@@ -193,7 +194,7 @@ class RunConfig:
     :param buffer_size: replay capacity
     :param gamma: discount factor
     :param ent_coef: SAC entropy coefficient (``"auto_0.1"``: learned, starting at 0.1)
-    :param prices_sha256: SHA-256 of the price CSV the envs replay (``price_files_sha256``), so that a run trained on
+    :param prices_sha256: SHA-256 of the price CSV the envs replay (``prices_sha256``), so that a run trained on
         a file since edited in place is told apart from one on its new content; None: no price file (synthetic
         prices), or not recorded
     """
@@ -349,6 +350,15 @@ class RunConfig:
             tag_key=TAG_KEY,
             **({"reward_floor": self.reward_floor} if variant.floored_rewards else {}),
         )
+
+
+def prices_sha256(*env_kwargs: Mapping[str, Any]) -> str | None:
+    """
+    ``RunConfig.prices_sha256`` of runs whose envs take ``env_kwargs``: the SHA-256 of each distinct price CSV they
+    replay (``prices_csv``), in order, joined by commas; None if none replays one.
+    """
+    paths = dict.fromkeys(str(kwargs["prices_csv"]) for kwargs in env_kwargs if kwargs.get("prices_csv") is not None)
+    return ",".join(price_file_sha256(path) for path in paths) or None
 
 
 def _are_regime_weights(weights: Any) -> bool:

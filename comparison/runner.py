@@ -30,6 +30,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
@@ -522,6 +523,25 @@ def collect_runs(configs: Sequence[RunConfig], out_dir: Path) -> tuple[pd.DataFr
     )
 
 
+def _holds_figures(path: Path, table: pd.DataFrame) -> bool:
+    """
+    Whether the CSV file ``path`` holds ``table`` up to float rounding (the baselines recomputed on another CPU may
+    differ in their last bit): such a file is kept as it is, so that an unchanged comparison rewrites nothing.
+    """
+    if not path.is_file():
+        return False
+    stored = pd.read_csv(path)
+    if list(stored.columns) != list(table.columns) or len(stored) != len(table):
+        return False
+    numbers = table.select_dtypes("number").columns
+    labels = table.columns.difference(numbers)
+    try:
+        close = np.allclose(stored[numbers].to_numpy(float), table[numbers].to_numpy(float), rtol=1e-12, atol=0.0)
+    except ValueError:  # a stored cell that is not a number
+        return False
+    return close and stored[labels].astype(str).equals(table[labels].astype(str))
+
+
 def run_comparison(
     configs: Sequence[RunConfig],
     out_dir: Path,
@@ -543,7 +563,7 @@ def run_comparison(
     :param backend: ``"local"`` (worker processes on this machine) or ``"ray"`` (Ray tasks); see ``run_pending``
     :param ray_address: Ray cluster to join with the ray backend (default: as ``ray.init`` finds one, else local)
     :return: ``failures`` (errors by run name) and the paths of the files written (``evaluations``,
-        ``telemetry``, and the report's)
+        ``telemetry``, ``baselines``, and the report's)
     """
     check_backend(backend, ray_address)
     if not configs:
@@ -565,12 +585,14 @@ def run_comparison(
     write_csv_atomically(evaluations, out_dir / EVALUATIONS_FILE)
     write_csv_atomically(telemetry, out_dir / TELEMETRY_FILE)
     baselines = baseline_rows(first.env_id, first.evaluation_env_kwargs, first.eval_seeds)
-    write_csv_atomically(baselines, out_dir / BASELINES_FILE)
+    if not _holds_figures(out_dir / BASELINES_FILE, baselines):
+        write_csv_atomically(baselines, out_dir / BASELINES_FILE)
     seeds = sorted({config.seed for config in configs})
     paths = write_report(out_dir, command=command, seeds=seeds)
     return {
         "failures": failures,
         "evaluations": out_dir / EVALUATIONS_FILE,
         "telemetry": out_dir / TELEMETRY_FILE,
+        "baselines": out_dir / BASELINES_FILE,
         **paths,
     }

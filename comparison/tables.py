@@ -22,6 +22,7 @@ from comparison.schema import (
     check_columns,
 )
 from comparison.statistics import DEFAULT_BOOTSTRAP, BootstrapSettings, bootstrap_ci, iqm, keyed_generator
+from envs import REGIME_UNKNOWN
 
 #: The learning variant every other variant is compared against.
 REFERENCE_VARIANT = "uniform"
@@ -160,6 +161,16 @@ def validate_telemetry(frame: pd.DataFrame, source: str) -> pd.DataFrame:
     if duplicated.any():
         raise ValueError(f"{source}: duplicated (variant, seed, step, tag) rows")
     return frame
+
+
+def has_regime_labels(telemetry: pd.DataFrame | None) -> bool:
+    """
+    Whether the runs' prices had regime labels: False when every transition their replay stored had none (tag
+    ``REGIME_UNKNOWN``: real prices); True where the telemetry cannot tell (None, or no rows).
+
+    :param telemetry: the telemetry (columns :data:`TELEMETRY_COLUMNS`)
+    """
+    return telemetry is None or telemetry.empty or bool((telemetry["tag"] != REGIME_UNKNOWN).any())
 
 
 def final_telemetry(telemetry: pd.DataFrame) -> pd.DataFrame:

@@ -316,17 +316,9 @@ def test_an_interrupted_run_is_rerun_from_scratch(tmp_path):
     assert not (directory / "events.out.tfevents.stale").exists()
 
 
-def _stub_comparison(configs, out, **_):
-    out.mkdir(parents=True)
-    (out / "summary.md").write_text("stub")
-    return {"failures": {}, "out": out}
-
-
 @pytest.mark.parametrize(("flag", "committed"), [("--quick", False), (None, False), ("--full", True)])
 def test_only_the_full_presets_results_are_committed_by_default(flag, committed, tmp_path, monkeypatch):
-    monkeypatch.setattr("comparison.cli.run_comparison", _stub_comparison)
-    monkeypatch.chdir(tmp_path)  # the default --out is relative: keep the stub's files out of the repository
-    out = compare_main([flag] if flag else [])["out"]
+    _, out = _planned([flag] if flag else [], monkeypatch, tmp_path)
     assert not out.is_absolute()
     ignored = subprocess.run(["git", "check-ignore", "-q", str(out / "runs")], cwd=REPO, check=False).returncode == 0
     assert ignored is not committed
@@ -348,13 +340,12 @@ def _planned(argv, monkeypatch, tmp_path) -> tuple[list[RunConfig], Path]:
 
     def capture(configs, out, **_):
         given.update(configs=configs, out=out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "summary.md").write_text("stub")
-        return {"failures": {}}
+        raise SystemExit(0)
 
-    monkeypatch.setattr("comparison.cli.run_comparison", capture)
-    monkeypatch.chdir(tmp_path)  # the default --out is relative: keep the stub's files out of the repository
-    compare_main(argv)
+    monkeypatch.setattr("comparison.runner.run_comparison", capture)
+    monkeypatch.chdir(tmp_path)  # the default --out is relative: keep any file written out of the repository
+    with pytest.raises(SystemExit):
+        compare_main(argv)
     return given["configs"], given["out"]
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from comparison.cli import compare_main
 from comparison.experiment import RunConfig
 from comparison.runner import run_dir
 from comparison.schema import METRIC_COLUMNS, TELEMETRY_COLUMNS
@@ -63,3 +64,24 @@ def tiny_config() -> Callable[..., RunConfig]:
         return RunConfig(**{**_TINY_RUN, **fields})
 
     return make
+
+
+@pytest.fixture
+def planned(monkeypatch) -> Callable[[list[str]], tuple[list[RunConfig], Path]]:
+    """``planned(argv)``: the configs and output directory that ``compare_main(argv)`` hands to the runner, which is
+    not run."""
+
+    def plan(argv: list[str]) -> tuple[list[RunConfig], Path]:
+        given = {}
+
+        def capture(configs, out, **_):
+            given.update(configs=configs, out=out)
+            raise SystemExit(0)
+
+        with monkeypatch.context() as patch:
+            patch.setattr("comparison.runner.run_comparison", capture)
+            with pytest.raises(SystemExit):
+                compare_main(argv)
+        return given["configs"], given["out"]
+
+    return plan
