@@ -19,6 +19,7 @@ import dataclasses
 import json
 import os
 import shutil
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +30,7 @@ import numpy as np
 import pandas as pd
 import torch as th
 from stable_baselines3.common.buffers import ReplayBuffer
-from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import configure
 
@@ -512,6 +513,35 @@ class PeriodicEvaluation(BaseCallback):
             self._evaluate()
 
 
+class StepReports(BaseCallback):
+    """
+    Tells ``report`` how many env steps were taken since it last did, at most every ``interval`` seconds and at the
+    end of training: a progress bar's feed from another process. It reads the step count only, so training is as
+    without it.
+
+    :param report: called with the number of env steps taken since the previous call
+    :param interval: the least time between two calls during training, in seconds
+    """
+
+    def __init__(self, report: Callable[[int], None], interval: float = 1.0) -> None:
+        super().__init__()
+        self.report, self.interval = report, interval
+        self._reported = 0
+        self._reported_at = time.monotonic()
+
+    def _send(self) -> None:
+        self.report(self.num_timesteps - self._reported)
+        self._reported, self._reported_at = self.num_timesteps, time.monotonic()
+
+    def _on_step(self) -> bool:
+        if time.monotonic() - self._reported_at >= self.interval:
+            self._send()
+        return True
+
+    def _on_training_end(self) -> None:
+        self._send()
+
+
 def train_run(
     config: RunConfig,
     run_dir: Path,
@@ -519,6 +549,7 @@ def train_run(
     progress_bar: bool = False,
     log_formats: Sequence[str] = ("csv",),
     save_model: bool = False,
+    on_steps: Callable[[int], None] | None = None,
 ) -> pd.DataFrame:
     """
     Train and evaluate one run; write its files into ``run_dir`` (``telemetry.csv``, then ``evaluations.csv``
@@ -529,6 +560,8 @@ def train_run(
     :param progress_bar: show SB3's progress bar
     :param log_formats: SB3 logger outputs (``"stdout"``, ``"csv"`` for ``progress.csv``, ``"tensorboard"``)
     :param save_model: also write the trained model as ``model.zip``
+    :param on_steps: called with the env steps taken since its previous call, about every second and at the end
+        of training (``StepReports``)
     :return: one row per evaluation, columns ``run, variant, seed, step`` and ``METRIC_COLUMNS``
     """
     run_dir = Path(run_dir)
@@ -542,7 +575,8 @@ def train_run(
     model.set_logger(configure(str(run_dir), list(log_formats)))
     eval_envs = make_eval_envs(config.env_id, config.evaluation_env_kwargs, config.eval_episodes)
     evaluation = PeriodicEvaluation(eval_envs, config.eval_seeds, config.eval_freq)
-    model.learn(config.total_steps, callback=evaluation, progress_bar=progress_bar)
+    callback = evaluation if on_steps is None else CallbackList([evaluation, StepReports(on_steps)])
+    model.learn(config.total_steps, callback=callback, progress_bar=progress_bar)
     if save_model:
         model.save(run_dir / MODEL_FILE)
     rows = pd.DataFrame(evaluation.rows)

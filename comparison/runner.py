@@ -12,6 +12,7 @@ TensorBoard events), so a comparison's directory can be committed (the full pres
 
 from __future__ import annotations
 
+import ctypes
 import os
 import re
 import shutil
@@ -53,6 +54,8 @@ BACKENDS = ("local", "ray")
 NOT_STARTED = "not started"
 # Seconds a terminated run process has to exit before it is killed.
 _GRACE_SECONDS = 5.0
+# prctl's option: the signal a process receives when its parent ends (linux/prctl.h).
+_PR_SET_PDEATHSIG = 1
 
 
 @dataclass(frozen=True)
@@ -264,23 +267,41 @@ def check_backend(backend: str, ray_address: str | None = None) -> None:
 
 # Called once per run as it ends: its config and None, or its config and its error text.
 _Record = Callable[[RunConfig, str | None], None]
+# Called as a run goes: its config and the env steps it took since the previous call.
+_Advance = Callable[[RunConfig, int], None]
 
 
-def _train_in_child(config: RunConfig, directory: Path, errors: Connection) -> None:
+def _train_in_child(config: RunConfig, directory: Path, messages: Connection, parent: int) -> None:
     """
-    A run in its own process; sends its error text (None when it finished) to the parent, then ends. It starts with
-    SIGINT blocked (see ``_start_child``) and keeps it so: Ctrl-C in a terminal reaches every process of the group,
-    and the parent alone decides, ending its children with SIGTERM.
+    A run in its own process, which ends with its parent (``_end_with_parent``); sends the parent the env steps it
+    takes as it goes (ints), then its outcome (None when it finished, else its error text), and ends. It starts
+    with SIGINT blocked (see ``_start_child``) and keeps it so: Ctrl-C in a terminal reaches every process of the
+    group, and the parent alone decides, ending its children with SIGTERM.
     """
+    _end_with_parent(parent)
     # Ignored too, not only blocked: a library may unblock it in a thread it starts (then the run's exit, still
     # in its clean-up, would print a KeyboardInterrupt).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     configure_torch_threads(1)
     try:
-        train_run(config, directory)
-        errors.send(None)
+        train_run(config, directory, on_steps=messages.send)
+        messages.send(None)
     except Exception:
-        errors.send(traceback.format_exc())
+        messages.send(traceback.format_exc())
+
+
+def _end_with_parent(parent: int) -> None:
+    """
+    Have the kernel kill this process when its parent, process ``parent``, ends, SIGKILL included (Linux's
+    ``PR_SET_PDEATHSIG``; elsewhere a parent that is killed outright leaves its runs going); end it at once if the
+    parent is gone already. A run whose parent is gone would train on into a folder that a rerun is rebuilding.
+    """
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+    if os.getppid() != parent:  # it ended before the call above: the signal will not come
+        os._exit(1)
 
 
 class RunsInterrupted(BaseException):
@@ -343,7 +364,9 @@ def _start_child(process: BaseProcess) -> None:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
-def _run_in_processes(pending: Sequence[RunConfig], out_dir: Path, workers: int, record: _Record) -> None:
+def _run_in_processes(
+    pending: Sequence[RunConfig], out_dir: Path, workers: int, record: _Record, advance: _Advance
+) -> None:
     """
     Each run in a fresh process, ``workers`` at a time. On any exception here (Ctrl-C, SIGTERM turned into one
     by the command line) the running children are terminated at once, so no run goes on or starts after it;
@@ -358,25 +381,30 @@ def _run_in_processes(pending: Sequence[RunConfig], out_dir: Path, workers: int,
                 config = queue.pop(0)
                 receiver, sender = context.Pipe(duplex=False)
                 process: BaseProcess = context.Process(
-                    target=_train_in_child, args=(config, run_dir(out_dir, config), sender)
+                    target=_train_in_child, args=(config, run_dir(out_dir, config), sender, os.getpid())
                 )
                 _start_child(process)
                 sender.close()  # the child holds the sending end: EOF here once it is gone
                 running[process] = (config, receiver)
-            # Ready when a child has sent its outcome, or has died without (end of file): never blocks a child
-            # on a full pipe, as waiting for its exit first would with a long traceback.
+            # Ready when a child has sent its steps or outcome, or has died without (end of file): never blocks a
+            # child on a full pipe, as waiting for its exit first would with a long traceback.
             for ready in wait([receiver for _, receiver in running.values()]):
                 process = next(p for p, (_, receiver) in running.items() if receiver is ready)
-                config, receiver = running.pop(process)
+                config, receiver = running[process]
                 try:
-                    error = receiver.recv()
+                    message = receiver.recv()
                 except EOFError:
-                    error = None
+                    message = None
+                else:
+                    if isinstance(message, int):
+                        advance(config, message)
+                        continue
+                del running[process]
                 process.join()
                 receiver.close()
-                if error is None and process.exitcode != 0:
-                    error = f"the run's process ended with exit code {process.exitcode} before it finished"
-                record(config, error)
+                if message is None and process.exitcode != 0:
+                    message = f"the run's process ended with exit code {process.exitcode} before it finished"
+                record(config, message)
     finally:
         _end_processes(running)
 
@@ -469,7 +497,7 @@ def run_pending(
     :param out_dir: output directory (runs in ``out_dir/runs/{variant}_s{seed}``)
     :param workers: parallel worker processes of the local backend (the ray backend runs as many runs at
         once as the Ray cluster has free CPUs)
-    :param progress: show a progress bar over runs
+    :param progress: show a progress bar over the env steps of all runs, with an ETA
     :param backend: ``"local"``: a pool of ``workers`` processes on this machine; ``"ray"``: one Ray task
         (one CPU) per run, trained in a temporary directory of the node that runs it, whose files are
         sent back and written here
@@ -487,19 +515,39 @@ def run_pending(
     failures: dict[str, str] = {}
     if not pending:
         return failures
-    bar = tqdm(total=len(pending), desc="runs", unit="run", disable=not progress)
+    # Over the env steps of all runs, with an ETA; the local backend's runs report their steps as they go, a Ray
+    # run all of them as it ends.
+    bar = tqdm(
+        total=sum(config.total_steps for config in pending),
+        desc="env steps",
+        unit="step",
+        unit_scale=True,
+        disable=not progress,
+        postfix=f"0/{len(pending)} runs",
+    )
+    steps_done = {config.run_name: 0 for config in pending}
+    ended: list[str] = []
+
+    def advance(config: RunConfig, steps: int) -> None:
+        steps_done[config.run_name] += steps
+        bar.update(steps)
 
     def record(config: RunConfig, error: str | None) -> None:
-        if error is not None:
+        left = config.total_steps - steps_done[config.run_name]
+        if error is None:
+            bar.update(left)
+        else:  # the steps it will not take come off the total, so that the ETA stays right
             failures[config.run_name] = error
             tqdm.write(f"run {config.run_name} failed:\n{error}")
-        bar.update()
+            bar.total -= left
+        ended.append(config.run_name)
+        bar.set_postfix_str(f"{len(ended)}/{len(pending)} runs")
 
     try:
         if backend == "ray":
             _run_on_ray(pending, out_dir, ray_address, record)
         else:
-            _run_in_processes(pending, out_dir, workers, record)
+            _run_in_processes(pending, out_dir, workers, record, advance)
     finally:
         bar.close()
     return failures
@@ -559,7 +607,7 @@ def run_comparison(
     :param out_dir: output directory
     :param workers: parallel runs of the local backend (default: one per core)
     :param command: the command line, quoted in the report
-    :param progress: show a progress bar over runs
+    :param progress: show a progress bar over the env steps of all runs, with an ETA
     :param backend: ``"local"`` (worker processes on this machine) or ``"ray"`` (Ray tasks); see ``run_pending``
     :param ray_address: Ray cluster to join with the ray backend (default: as ``ray.init`` finds one, else local)
     :return: ``failures`` (errors by run name) and the paths of the files written (``evaluations``,
