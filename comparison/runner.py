@@ -22,7 +22,7 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field, fields, replace
 from multiprocessing import get_context
 from multiprocessing.connection import Connection, wait
@@ -154,18 +154,35 @@ def unfinished_reason(out_dir: Path, config: RunConfig) -> str | None:
         ``--out`` rather than mix results), or cannot be read (say, a newer version's): naming the file and what
         differs or is wrong
     """
+    try:
+        _finished_tables(out_dir, config)
+    except _Unfinished as unfinished:
+        return str(unfinished)
+    return None
+
+
+class _Unfinished(Exception):
+    """A run that is not finished; its text says why."""
+
+
+def _finished_tables(out_dir: Path, config: RunConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """
+    ``run_tables`` of ``config``'s run in ``out_dir``, once its settings are checked.
+
+    :raises _Unfinished: the run is not finished, saying why
+    :raises ValueError: as ``unfinished_reason``
+    """
     directory = run_dir(out_dir, config)
     if not directory.exists():
-        return NOT_STARTED
+        raise _Unfinished(NOT_STARTED)
     config_path = directory / CONFIG_FILE
     if not config_path.is_file():
-        return f"{config_path}: no such file (settings unknown)"
+        raise _Unfinished(f"{config_path}: no such file (settings unknown)")
     _check_stored_settings(config_path, config)
     try:
-        run_tables(directory, config)
+        return run_tables(directory, config)
     except (OSError, ValueError) as problem:
-        return str(problem)
-    return None
+        raise _Unfinished(str(problem)) from None
 
 
 def _check_stored_settings(path: Path, config: RunConfig) -> None:
@@ -560,7 +577,10 @@ def collect_runs(configs: Sequence[RunConfig], out_dir: Path) -> tuple[pd.DataFr
 
     :raises ValueError: no run of ``configs`` has finished in ``out_dir``
     """
-    tables = [run_tables(run_dir(out_dir, config), config) for config in configs if is_finished(out_dir, config)]
+    tables = []
+    for config in configs:
+        with suppress(_Unfinished):
+            tables.append(_finished_tables(out_dir, config))
     if not tables:
         raise ValueError(f"no run of this comparison has finished in {out_dir}")
     # An untagged buffer's table is empty: left out, as concatenating an empty frame would lose the columns' types.

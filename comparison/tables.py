@@ -30,6 +30,16 @@ REFERENCE_VARIANT = "uniform"
 THRESHOLD_BASELINE = "zscore"
 
 
+def _as_floats(values: pd.Series, column: str, source: str) -> pd.Series:
+    """``values`` as floats (empty cells NaN), or a ``ValueError`` naming ``column`` of ``source``."""
+    if pd.api.types.is_numeric_dtype(values):  # as read from a CSV file of numbers: nothing to parse
+        return values.astype(float)
+    try:
+        return pd.to_numeric(values, errors="raise").astype(float)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"{source}: column {column!r} is not numeric") from exc
+
+
 def _coerce_columns(frame: pd.DataFrame, source: str, *, strings: Sequence[str], integers: Sequence[str]) -> None:
     """In place: strings to ``str``, integer columns to ``int64``, other metric columns to float; errors name them."""
     for column in strings:
@@ -37,10 +47,7 @@ def _coerce_columns(frame: pd.DataFrame, source: str, *, strings: Sequence[str],
             raise ValueError(f"{source}: column {column!r} has empty values")
         frame[column] = frame[column].astype(str)
     for column in (*integers, *METRIC_COLUMNS):
-        try:
-            numeric = pd.to_numeric(frame[column], errors="raise").astype(float)
-        except (ValueError, TypeError) as exc:
-            raise ValueError(f"{source}: column {column!r} is not numeric") from exc
+        numeric = _as_floats(frame[column], column, source)
         if column in integers:
             if numeric.isna().any() or not np.all(numeric == np.round(numeric)):
                 raise ValueError(f"{source}: column {column!r} must hold integers without gaps")
@@ -150,10 +157,7 @@ def validate_telemetry(frame: pd.DataFrame, source: str) -> pd.DataFrame:
         raise ValueError(f"{source} is missing required column(s) {missing}; expected {list(TELEMETRY_COLUMNS)}")
     frame["variant"] = frame["variant"].astype(str)
     for column in ("seed", "step", "tag", *TELEMETRY_STATS, "is_ess"):
-        try:
-            numeric = pd.to_numeric(frame[column], errors="raise").astype(float)
-        except (ValueError, TypeError) as exc:
-            raise ValueError(f"{source}: column {column!r} is not numeric") from exc
+        numeric = _as_floats(frame[column], column, source)
         if column in ("seed", "step", "tag") and numeric.isna().any():
             raise ValueError(f"{source}: column {column!r} must hold integers without gaps")
         frame[column] = numeric.astype("int64") if column in ("seed", "step", "tag") else numeric
