@@ -101,7 +101,7 @@ PRESETS: dict[str, Preset] = {
         dict(total_steps=1_500, learning_starts=500, eval_freq=500, eval_episodes=5, net_arch=(32, 32), batch_size=64),
         Path("results/quick"),
     ),
-    # The README's main command: about 10 minutes on 2 cores.
+    # The README's main command (scripts/main.sh): about 20 minutes on 2 cores (README, Presets).
     "default": Preset(2, dict(total_steps=30_000, eval_freq=3_000, eval_episodes=30), Path("results/default")),
     # The real answer: evaluation noise is ~0.02 per policy over 50 episodes, so 20 seeds a variant (10 for the two
     # that earlier runs ranked lowest). Its runs take days of core time, so they are committed as they finish, and any
