@@ -600,9 +600,7 @@ def baseline_rows(env_id: str, env_kwargs: dict[str, Any], seeds: Sequence[int])
 
 def write_csv_atomically(frame: pd.DataFrame, path: Path) -> None:
     """Write ``frame`` to ``path`` so that the file either does not exist or is complete."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    frame.to_csv(tmp, index=False)
-    os.replace(tmp, path)
+    write_text_atomically(frame.to_csv(index=False), path)
 
 
 def write_text_atomically(text: str, path: Path) -> None:
