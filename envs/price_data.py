@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+from array import array
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -129,30 +130,33 @@ def _parse_price_csv(text: str, columns: tuple[str, str], path: Path) -> PriceHi
         )
     indices = [header.index(name) for name in columns]
     date_index = next((i for i, name in enumerate(header) if name.lower() == DATE_COLUMN), None)
-    needed = max(indices) if date_index is None else max(*indices, date_index)
-    lines, rows = [], []
-    for cells in reader:
-        if cells:  # blank lines are skipped
-            if len(cells) <= needed:
+    kept = indices if date_index is None else [*indices, date_index]
+    # Only the cells kept, column by column (a vendor's file has more columns), and each row's line in the file.
+    lines = array("q")
+    cells: list[list[str]] = [[] for _ in kept]
+    for row in reader:
+        if row:  # blank lines are skipped
+            if len(row) <= max(kept):
                 raise ValueError(f"line {reader.line_num} of {path} has fewer cells than the header")
             lines.append(reader.line_num)
-            rows.append(cells)
+            for column, index in zip(cells, kept, strict=True):
+                column.append(row[index])
 
     def cell_name(row: int, column: int) -> str:
         return f"line {lines[row]}, column {columns[column]!r} of {path}"
 
     try:
-        values = np.array([[cells[i] for i in indices] for cells in rows], dtype=np.float64).reshape(-1, 2)
+        values = np.column_stack([np.array(cells[column], dtype=np.float64) for column in range(2)])
     except ValueError:
         bad_row, bad_column = next(
-            (r, c) for r, cells in enumerate(rows) for c, i in enumerate(indices) if not _is_number(cells[i])
+            (row, column) for row in range(len(lines)) for column in range(2) if not _is_number(cells[column][row])
         )
-        cell = rows[bad_row][indices[bad_column]]
+        cell = cells[bad_column][bad_row]
         raise ValueError(f"non-numeric price {cell!r} at {cell_name(bad_row, bad_column)}") from None
     prices = validate_prices(values, cell_name=cell_name)
     dates = None
     if date_index is not None:
-        dates = parse_dates([cells[date_index].strip() for cells in rows], f"{path}", lambda row: f"line {lines[row]}")
+        dates = parse_dates([cell.strip() for cell in cells[2]], f"{path}", lambda row: f"line {lines[row]}")
         dates.setflags(write=False)
     prices.setflags(write=False)
     return PriceHistory(prices, dates)
