@@ -1,4 +1,10 @@
-"""Command lines of ``scripts/train.py`` (one run) and ``scripts/compare.py`` (the comparison)."""
+"""
+Command lines of ``scripts/train.py`` (one run) and ``scripts/compare.py`` (the comparison).
+
+Only the standard library is imported with this module: ``compare.py`` checks the syntax of its command line before
+it imports the experiment (torch, Stable-Baselines3, the plots: seconds), so that a mistyped command is refused at
+once.
+"""
 
 from __future__ import annotations
 
@@ -6,26 +12,18 @@ import argparse
 import dataclasses
 import importlib.util
 import json
+import re
 import shlex
 import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import gymnasium as gym
+from comparison.schema import RUNS_DIR
 
-from comparison.experiment import VARIANTS, RunConfig, configure_torch_threads, train_run
-from comparison.runner import (
-    BACKENDS,
-    PRESETS,
-    RunsInterrupted,
-    is_finished,
-    plan_runs,
-    run_comparison,
-    stop_on_signals,
-)
-from envs import walk_forward_env_kwargs
+if TYPE_CHECKING:
+    from comparison.experiment import RunConfig
 
 # RunConfig fields settable from both command lines: (flag, field, type, help).
 _RUN_OPTIONS: tuple[tuple[str, str, Any, str], ...] = (
@@ -52,7 +50,20 @@ _RUN_OPTIONS: tuple[tuple[str, str, Any, str], ...] = (
     ("--gamma", "gamma", float, "discount factor"),
     ("--ent-coef", "ent_coef", str, "SAC entropy coefficient, e.g. auto, auto_0.1 or 0.01"),
 )
-_DEFAULTS = RunConfig()
+# Where a walk-forward comparison goes by default: results/walk_forward/<price file's stem>/<preset>.
+_WALK_FORWARD_DIR = Path("results/walk_forward")
+# The walk-forward functions' parameters, as the command line calls them.
+_WALK_FORWARD_FLAGS = {
+    "test_from": "--test-from",
+    "test_fraction": "--test-fraction",
+    "price_columns": "--price-columns",
+}
+
+
+def _defaults() -> RunConfig:
+    from comparison.experiment import RunConfig
+
+    return RunConfig()
 
 
 def json_object(text: str) -> dict[str, Any]:
@@ -68,17 +79,29 @@ def json_object(text: str) -> dict[str, Any]:
 
 def _net_arch_default(defaults_from_preset: bool) -> str:
     """The ``--net-arch`` default as help text: ``64 64``, or each preset's."""
+    from comparison.runner import PRESETS
+
+    defaults = _defaults()
     if not defaults_from_preset:
-        return " ".join(map(str, _DEFAULTS.net_arch))
-    sizes = {name: preset.overrides.get("net_arch", _DEFAULTS.net_arch) for name, preset in PRESETS.items()}
+        return " ".join(map(str, defaults.net_arch))
+    sizes = {name: preset.overrides.get("net_arch", defaults.net_arch) for name, preset in PRESETS.items()}
     return ", ".join(f"{' '.join(map(str, arch))} for {name}" for name, arch in sizes.items())
 
 
-def _add_run_options(parser: argparse.ArgumentParser, defaults_from_preset: bool) -> None:
+def _add_run_options(parser: argparse.ArgumentParser, defaults_from_preset: bool, described: bool = True) -> None:
+    """
+    The options of ``_RUN_OPTIONS`` and the run settings that take several values.
+
+    :param defaults_from_preset: the help gives the preset's as the defaults (compare.py), else RunConfig's
+    :param described: with help (False: none, and nothing imported)
+    """
     group = parser.add_argument_group("run settings")
+    defaults = _defaults() if described else None
     for flag, name, kind, text in _RUN_OPTIONS:
-        default = "the preset's" if defaults_from_preset else getattr(_DEFAULTS, name)
-        group.add_argument(flag, dest=name, type=kind, default=None, help=f"{text} (default: {default})")
+        default = "the preset's" if defaults_from_preset else getattr(defaults, name)
+        group.add_argument(
+            flag, dest=name, type=kind, default=None, help=f"{text} (default: {default})" if described else None
+        )
     group.add_argument(
         "--env-kwargs", dest="env_kwargs", type=json_object, default=None, help="env keyword arguments as JSON"
     )
@@ -88,7 +111,7 @@ def _add_run_options(parser: argparse.ArgumentParser, defaults_from_preset: bool
         type=int,
         nargs="+",
         default=None,
-        help=f"hidden layer sizes (default: {_net_arch_default(defaults_from_preset)})",
+        help=f"hidden layer sizes (default: {_net_arch_default(defaults_from_preset)})" if described else None,
     )
     group.add_argument(
         "--regime-weights",
@@ -98,8 +121,10 @@ def _add_run_options(parser: argparse.ArgumentParser, defaults_from_preset: bool
         default=None,
         metavar="W",
         help="sampling weight of the normal, stress and break regimes in the regime_weighted ablation (default: "
-        + " ".join(map(str, _DEFAULTS.regime_weights))
-        + ")",
+        + " ".join(map(str, getattr(defaults, "regime_weights", ())))
+        + ")"
+        if described
+        else None,
     )
 
 
@@ -109,18 +134,28 @@ def _given_run_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _config(parser: argparse.ArgumentParser, **fields: Any) -> RunConfig:
-    """The run's config, or a usage error naming what is wrong (env kwargs included, tried on the envs)."""
+    """
+    The run's config, with the SHA-256 of the price file it replays if any, or a usage error naming what is wrong
+    (env kwargs included, tried on the envs).
+    """
+    import gymnasium as gym
+
+    from comparison.experiment import RunConfig, prices_sha256
+
     try:
         config = RunConfig(**fields)
         for env_kwargs in (config.env_kwargs, config.evaluation_env_kwargs):
             gym.make(config.env_id, **env_kwargs).close()
+        sha256 = prices_sha256(config.env_kwargs, config.evaluation_env_kwargs)
     except Exception as error:  # the env's own errors for bad kwargs are ValueError, TypeError, ...
         parser.error(f"{type(error).__name__}: {error}")
-    return config
+    return dataclasses.replace(config, prices_sha256=sha256)
 
 
 def train_parser() -> argparse.ArgumentParser:
     """Parser of ``scripts/train.py``."""
+    from comparison.experiment import VARIANTS
+
     parser = argparse.ArgumentParser(
         prog="train.py",
         description="Train sb3_per.SAC once (one replay variant: " + ", ".join(VARIANTS) + ") with periodic "
@@ -139,6 +174,8 @@ def train_parser() -> argparse.ArgumentParser:
 
 def train_main(argv: Sequence[str] | None = None) -> Path:
     """Entry point of ``scripts/train.py``; returns the run's directory."""
+    from comparison.experiment import configure_torch_threads, train_run
+
     parser = train_parser()
     args = parser.parse_args(argv)
     config = _config(parser, variant=args.replay, seed=args.seed, **_given_run_options(args))
@@ -185,6 +222,8 @@ def _walk_forward_fields(
     ``RunConfig``'s ``env_kwargs`` (training rows) and ``eval_env_kwargs`` (test rows) of ``--prices``, none without
     it; a usage error for a split that cannot be made.
     """
+    from envs import walk_forward_env_kwargs
+
     if args.prices is None:
         given = [
             flag
@@ -196,8 +235,12 @@ def _walk_forward_fields(
             if value is not None
         ]
         if given:
-            parser.error(f"{' and '.join(given)} only apply with --prices FILE.csv")
+            parser.error(
+                f"{' and '.join(given)} only {'applies' if len(given) == 1 else 'apply'} with --prices FILE.csv"
+            )
         return {}
+    if args.test_from is None and args.test_fraction is None:
+        parser.error("--prices needs --test-from YYYY-MM-DD or --test-fraction F: where its test rows begin")
     if env_kwargs.get("prices_csv") is not None or env_kwargs.get("prices") is not None:
         parser.error("give the prices once: --prices, or prices_csv in --env-kwargs, not both")
     prices: dict[str, Any] = {"prices_csv": str(args.prices)}
@@ -208,22 +251,47 @@ def _walk_forward_fields(
             {**env_kwargs, **prices}, test_from=args.test_from, test_fraction=args.test_fraction
         )
     except (ValueError, OSError) as error:  # a bad split or env argument; a CSV that cannot be read
-        parser.error(f"--prices {args.prices}: {error}")
+        parser.error(f"--prices {args.prices}: {_with_flags(str(error))}")
     return dict(env_kwargs=train, eval_env_kwargs=test)
 
 
-def compare_parser() -> argparse.ArgumentParser:
-    """Parser of ``scripts/compare.py``."""
+def _with_flags(message: str) -> str:
+    """``message`` with the walk-forward functions' parameter names (``test_fraction``, ...) as their flags."""
+    return re.sub(r"\b(" + "|".join(_WALK_FORWARD_FLAGS) + r")\b", lambda name: _WALK_FORWARD_FLAGS[name[1]], message)
+
+
+def compare_parser(described: bool = True) -> argparse.ArgumentParser:
+    """
+    Parser of ``scripts/compare.py``.
+
+    :param described: with its help, and the choices of ``--variants`` and ``--backend``, which import the
+        experiment (seconds). False: the options and their types only, no help (``-h`` is let through), and nothing
+        imported: to refuse a mistyped command at once
+    """
+    if described:
+        from comparison.experiment import VARIANTS
+        from comparison.runner import BACKENDS, PRESETS
+
+        description = (
+            "Compare SAC replay variants (uniform, PER, rank-based PER, LAP, PAL, LA3P, faded PER) over seeds on the "
+            "pairs-trading env, next to the z-score and flat baselines; writes evaluations.csv, telemetry.csv (where "
+            "each replay's attention goes, per regime), baselines.csv, summary.md and PNG plots, and per run "
+            "runs/<variant>_s<seed>/ with config.json, progress.csv, telemetry.csv and evaluations.csv (no model, no "
+            "TensorBoard events: see train.py). Resumable: finished runs in --out are not rerun. "
+            f"Presets (over the defaults {dataclasses.asdict(_defaults())}): "
+            + "; ".join(f"{name}: {preset.describe()}" for name, preset in PRESETS.items())
+        )
+        out_help = (
+            "output directory (default: "
+            + ", ".join(f"{p.out_dir} for {name}" for name, p in PRESETS.items())
+            + f"; the full preset's is committed, so that any clone resumes it; with --prices, {_WALK_FORWARD_DIR}/"
+            "<the price file's name>/<preset>)"
+        )
     parser = argparse.ArgumentParser(
-        prog="compare.py",
-        description="Compare SAC replay variants (uniform, PER, rank-based PER, LAP, PAL, LA3P, faded PER) over "
-        "seeds on the pairs-trading env, next to the z-score and flat baselines; writes evaluations.csv, "
-        "telemetry.csv (where each replay's attention goes, per regime), baselines.csv, summary.md and PNG plots, "
-        "and per run runs/<variant>_s<seed>/ with config.json, progress.csv, telemetry.csv and evaluations.csv "
-        "(no model, no TensorBoard events: see train.py). Resumable: finished runs in --out are not rerun. "
-        f"Presets (over the defaults {dataclasses.asdict(_DEFAULTS)}): "
-        + "; ".join(f"{name}: {preset.describe()}" for name, preset in PRESETS.items()),
+        prog="compare.py", description=description if described else None, add_help=described
     )
+    if not described:
+        parser.add_argument("-h", "--help", action="store_true")
     size = parser.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_const", dest="preset", const="quick", help="smoke run (< 1 min)")
     size.add_argument("--full", action="store_const", dest="preset", const="full", help="the real answer (hours)")
@@ -239,7 +307,7 @@ def compare_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--variants",
         nargs="+",
-        choices=list(VARIANTS),
+        choices=list(VARIANTS) if described else None,
         default=None,
         help="replay variants (default: the preset's: uniform per, and with --full also lap la3p faded rank pal): "
         "uniform (SB3), per (proportional PER), rank (rank-based PER), lap (loss-adjusted prioritization), pal "
@@ -253,7 +321,7 @@ def compare_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--backend",
-        choices=BACKENDS,
+        choices=BACKENDS if described else None,
         default="local",
         help="where the runs train: local = worker processes on this machine (--workers of them); ray = one "
         "Ray task per run (one CPU, one torch thread) on a Ray cluster, the run's files sent back into --out. "
@@ -274,32 +342,42 @@ def compare_parser() -> argparse.ArgumentParser:
         help="parallel runs of the local backend (default: one per core); with --backend ray, Ray runs as many "
         "at once as the cluster has free CPUs",
     )
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=None,
-        help="output directory (default: "
-        + ", ".join(f"{p.out_dir} for {name}" for name, p in PRESETS.items())
-        + "; the full preset's is committed, so that any clone resumes it)",
-    )
-    parser.add_argument("--no-progress-bar", action="store_true", help="hide the progress bar over runs")
+    parser.add_argument("--out", type=Path, default=None, help=out_help if described else None)
+    parser.add_argument("--no-progress-bar", action="store_true", help="hide the progress bar")
     parser.add_argument(
         "--report-only",
         action="store_true",
         help="train nothing: write the CSVs and report from the runs of the plan already finished in --out (say, "
         "part-way through --full)",
     )
-    _add_run_options(parser, defaults_from_preset=True)
+    _add_run_options(parser, defaults_from_preset=True, described=described)
     _add_walk_forward_options(parser)
     return parser
 
 
+def _out_dir_problem(out: Path) -> str | None:
+    """What keeps ``out`` from being (or becoming) a folder: it is a file, or lies under one; None if nothing does."""
+    if out.exists():
+        return None if out.is_dir() else "is a file, not a folder"
+    above = next((parent for parent in out.parents if parent.exists()), None)
+    return None if above is None or above.is_dir() else f"lies under {above}, which is a file, not a folder"
+
+
 def _finished_runs(parser: argparse.ArgumentParser, configs: Sequence[RunConfig], out: Path) -> list[RunConfig]:
-    """The runs of ``configs`` already finished in ``out`` (``--report-only``); a usage error if there are none."""
+    """
+    The runs of ``configs`` already finished in ``out`` (``--report-only``), saying why each run begun but not
+    finished is left out; a usage error if there are none.
+    """
+    from comparison.runner import NOT_STARTED, unfinished_reason
+
     try:
-        finished = [config for config in configs if is_finished(out, config)]
-    except ValueError as error:  # a run directory written with other settings
+        reasons = {config.run_name: unfinished_reason(out, config) for config in configs}
+    except ValueError as error:  # a run directory written with other settings, or whose settings cannot be read
         parser.error(str(error))
+    for name, reason in reasons.items():
+        if reason not in (None, NOT_STARTED):
+            print(f"left out of the report: {name}: {reason}", file=sys.stderr)
+    finished = [config for config in configs if reasons[config.run_name] is None]
     if not finished:
         parser.error(f"--report-only: none of the plan's {len(configs)} runs has finished in {out}")
     return finished
@@ -307,6 +385,9 @@ def _finished_runs(parser: argparse.ArgumentParser, configs: Sequence[RunConfig]
 
 def compare_main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Entry point of ``scripts/compare.py``; returns what ``run_comparison`` returns."""
+    compare_parser(described=False).parse_args(argv)  # a mistyped command fails here, before the imports below
+    from comparison.runner import PRESETS, RunsInterrupted, is_finished, plan_runs, run_comparison, stop_on_signals
+
     parser = compare_parser()
     args = parser.parse_args(argv)
     preset = PRESETS[args.preset]
@@ -326,7 +407,13 @@ def compare_main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             parser.error("--workers applies to --backend local; Ray runs as many runs as the cluster has free CPUs")
         if importlib.util.find_spec("ray") is None:
             parser.error('--backend ray needs Ray: pip install -e ".[ray]" from the clone')
-    out = args.out if args.out is not None else preset.out_dir
+    if args.out is not None:
+        out = args.out
+    else:
+        out = preset.out_dir if args.prices is None else _WALK_FORWARD_DIR / args.prices.stem / args.preset
+    problem = _out_dir_problem(out)
+    if problem is not None:
+        parser.error(f"--out {out} {problem}")
     try:  # the base config passed its checks: what can still be wrong is a seed (negative, an evaluation episode's)
         configs = plan_runs(base, preset.plan(args.variants, args.seeds))
     except ValueError as error:
@@ -355,11 +442,22 @@ def compare_main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         print(f"{finished} of {len(configs)} runs finished and kept; rerun the same command to resume", file=sys.stderr)
         # The shell's convention for a command ended by a signal: 128 + its number (130 for Ctrl-C, 143 for kill).
         raise SystemExit(128 + stop.signum) from None
-    print((out / "summary.md").read_text())
-    shared = {k: v for k, v in dataclasses.asdict(base).items() if k not in ("variant", "seed")}
-    print(f"settings of every run: {shared}")
+    print("\n".join(_closing_lines(out, result)))
     for name, message in result["failures"].items():
         print(f"run {name} FAILED: {message.strip().splitlines()[-1]}")
     if result["failures"]:
         raise SystemExit(f"{len(result['failures'])} run(s) failed; the report covers the others")
     return result
+
+
+def _closing_lines(out: Path, result: dict[str, Any]) -> list[str]:
+    """What a finished comparison prints: the headline of its report and where its files are."""
+    from comparison.summary import headline
+    from comparison.tables import load_baselines, load_evaluations
+
+    figures = ", ".join(path.name for key, path in result.items() if key not in ("failures", "summary"))
+    return [
+        *headline(load_evaluations(result["evaluations"]), load_baselines(result["baselines"])),
+        f"Report: {result['summary']} (intervals, differences, definitions); beside it {figures}; each run's "
+        f"files in {out / RUNS_DIR}",
+    ]

@@ -19,7 +19,8 @@ import dataclasses
 import json
 import os
 import shutil
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ import numpy as np
 import pandas as pd
 import torch as th
 from stable_baselines3.common.buffers import ReplayBuffer
-from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import configure
 
@@ -38,6 +39,7 @@ from comparison.ablation_buffers import RewardPrioritizedReplayBuffer, TagWeight
 from comparison.schema import CONFIG_FILE, EVALUATIONS_FILE, METRIC_COLUMNS, MODEL_FILE, TELEMETRY_FILE
 from comparison.telemetry import telemetry_rows, telemetry_table
 from envs import SUMMARY_KEYS, FlatPolicy, ZScorePolicy
+from envs.price_data import price_file_sha256
 from envs.regime_model import N_REGIMES
 from sb3_per import (
     LA3P,
@@ -241,6 +243,9 @@ class RunConfig:
     :param buffer_size: replay capacity
     :param gamma: discount factor
     :param ent_coef: SAC entropy coefficient (``"auto_0.1"``: learned, starting at 0.1)
+    :param prices_sha256: SHA-256 of the price CSV the envs replay (``prices_sha256``), so that a run trained on
+        a file since edited in place is told apart from one on its new content; None: no price file (synthetic
+        prices), or not recorded
     """
 
     variant: str = "per"
@@ -271,6 +276,7 @@ class RunConfig:
     buffer_size: int = 1_000_000
     gamma: float = 0.99
     ent_coef: str = "auto_0.1"
+    prices_sha256: str | None = None
 
     def __post_init__(self) -> None:
         if self.variant not in VARIANTS:
@@ -339,6 +345,11 @@ class RunConfig:
         """Seeds of the evaluation episodes."""
         return [self.eval_seed + i for i in range(self.eval_episodes)]
 
+    @property
+    def evaluation_steps(self) -> list[int]:
+        """The env steps at which the run is evaluated (``PeriodicEvaluation``): 0, every ``eval_freq``, the last."""
+        return sorted({*range(0, self.total_steps + 1, self.eval_freq), self.total_steps})
+
     def to_json(self) -> str:
         """The config as JSON (tuples become lists)."""
         return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
@@ -348,12 +359,22 @@ class RunConfig:
         """
         The config that ``to_json`` wrote; fields it lacks (written before they existed) take their defaults.
 
-        :raises ValueError: the text is not such a config
+        :raises ValueError: saying what is wrong: the text is not JSON, not a JSON object, has a key that is no
+            field of RunConfig, or a value that field refuses
         """
         try:
-            return cls(**json.loads(text))
-        except (TypeError, json.JSONDecodeError) as error:
-            raise ValueError(f"not a RunConfig: {error}") from None
+            fields = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"not JSON ({error})") from None
+        if not isinstance(fields, dict):
+            raise ValueError(f"a JSON {type(fields).__name__}, not an object of RunConfig's fields")
+        unknown = sorted(set(fields) - {field.name for field in dataclasses.fields(cls)})
+        if unknown:
+            raise ValueError(f"unknown key(s) {unknown}: not fields of RunConfig (written by another version?)")
+        try:
+            return cls(**fields)
+        except TypeError as error:  # a value of the wrong type, compared or converted in __post_init__
+            raise ValueError(f"a value of the wrong type ({error})") from None
 
     def replay_kwargs(self) -> dict[str, Any]:
         """
@@ -374,6 +395,15 @@ class RunConfig:
             tag_key=TAG_KEY,
         )
         return {**per_kwargs, **variant.buffer_options(self)}
+
+
+def prices_sha256(*env_kwargs: Mapping[str, Any]) -> str | None:
+    """
+    ``RunConfig.prices_sha256`` of runs whose envs take ``env_kwargs``: the SHA-256 of each distinct price CSV they
+    replay (``prices_csv``), in order, joined by commas; None if none replays one.
+    """
+    paths = dict.fromkeys(str(kwargs["prices_csv"]) for kwargs in env_kwargs if kwargs.get("prices_csv") is not None)
+    return ",".join(price_file_sha256(path) for path in paths) or None
 
 
 def _are_regime_weights(weights: Any) -> bool:
@@ -524,6 +554,35 @@ class PeriodicEvaluation(BaseCallback):
             self._evaluate()
 
 
+class StepReports(BaseCallback):
+    """
+    Tells ``report`` how many env steps were taken since it last did, at most every ``interval`` seconds and at the
+    end of training: a progress bar's feed from another process. It reads the step count only, so training is as
+    without it.
+
+    :param report: called with the number of env steps taken since the previous call
+    :param interval: the least time between two calls during training, in seconds
+    """
+
+    def __init__(self, report: Callable[[int], None], interval: float = 1.0) -> None:
+        super().__init__()
+        self.report, self.interval = report, interval
+        self._reported = 0
+        self._reported_at = time.monotonic()
+
+    def _send(self) -> None:
+        self.report(self.num_timesteps - self._reported)
+        self._reported, self._reported_at = self.num_timesteps, time.monotonic()
+
+    def _on_step(self) -> bool:
+        if time.monotonic() - self._reported_at >= self.interval:
+            self._send()
+        return True
+
+    def _on_training_end(self) -> None:
+        self._send()
+
+
 def train_run(
     config: RunConfig,
     run_dir: Path,
@@ -531,6 +590,7 @@ def train_run(
     progress_bar: bool = False,
     log_formats: Sequence[str] = ("csv",),
     save_model: bool = False,
+    on_steps: Callable[[int], None] | None = None,
 ) -> pd.DataFrame:
     """
     Train and evaluate one run; write its files into ``run_dir`` (``telemetry.csv``, then ``evaluations.csv``
@@ -541,19 +601,23 @@ def train_run(
     :param progress_bar: show SB3's progress bar
     :param log_formats: SB3 logger outputs (``"stdout"``, ``"csv"`` for ``progress.csv``, ``"tensorboard"``)
     :param save_model: also write the trained model as ``model.zip``
+    :param on_steps: called with the env steps taken since its previous call, about every second and at the end
+        of training (``StepReports``)
     :return: one row per evaluation, columns ``run, variant, seed, step`` and ``METRIC_COLUMNS``
     """
     run_dir = Path(run_dir)
     # What an unfinished earlier attempt left (logs, a model) would mix with this run's.
     shutil.rmtree(run_dir, ignore_errors=True)
     run_dir.mkdir(parents=True)
-    (run_dir / CONFIG_FILE).write_text(config.to_json())
+    # Atomically: a run cut short while writing it must not leave settings that cannot be read.
+    write_text_atomically(config.to_json(), run_dir / CONFIG_FILE)
     env = make_vec_env(config.env_id, n_envs=1, seed=config.seed, env_kwargs=config.env_kwargs)
     model = make_model(config, env)
     model.set_logger(configure(str(run_dir), list(log_formats)))
     eval_envs = make_eval_envs(config.env_id, config.evaluation_env_kwargs, config.eval_episodes)
     evaluation = PeriodicEvaluation(eval_envs, config.eval_seeds, config.eval_freq)
-    model.learn(config.total_steps, callback=evaluation, progress_bar=progress_bar)
+    callback = evaluation if on_steps is None else CallbackList([evaluation, StepReports(on_steps)])
+    model.learn(config.total_steps, callback=callback, progress_bar=progress_bar)
     if save_model:
         model.save(run_dir / MODEL_FILE)
     rows = pd.DataFrame(evaluation.rows)
@@ -577,8 +641,13 @@ def baseline_rows(env_id: str, env_kwargs: dict[str, Any], seeds: Sequence[int])
 
 def write_csv_atomically(frame: pd.DataFrame, path: Path) -> None:
     """Write ``frame`` to ``path`` so that the file either does not exist or is complete."""
+    write_text_atomically(frame.to_csv(index=False), path)
+
+
+def write_text_atomically(text: str, path: Path) -> None:
+    """Write ``text`` to ``path`` so that the file either does not exist or is complete."""
     tmp = path.with_suffix(path.suffix + ".tmp")
-    frame.to_csv(tmp, index=False)
+    tmp.write_text(text)
     os.replace(tmp, path)
 
 

@@ -23,7 +23,7 @@ from comparison.schema import (
 )
 from comparison.statistics import DEFAULT_BOOTSTRAP, BootstrapSettings
 from comparison.summary import write_summary_md
-from comparison.tables import load_baselines, load_evaluations, load_telemetry
+from comparison.tables import has_regime_labels, load_baselines, load_evaluations, load_telemetry
 
 
 def write_report(
@@ -36,8 +36,8 @@ def write_report(
 ) -> dict[str, Path]:
     """
     Read ``out_dir/evaluations.csv``, ``out_dir/baselines.csv`` and ``out_dir/telemetry.csv`` if there is one;
-    write ``summary.md``, ``learning_curves.png``, ``regime_returns.png`` and, where the telemetry has rows,
-    ``replay_attention.png`` into ``out_dir``.
+    write ``summary.md``, ``learning_curves.png``, ``regime_returns.png`` unless the prices had no regime labels
+    (``has_regime_labels``) and, where the telemetry has rows, ``replay_attention.png`` into ``out_dir``.
 
     :param out_dir: the comparison's output folder
     :param command: the command line that produced the CSV files (recorded in ``summary.md``)
@@ -45,7 +45,7 @@ def write_report(
     :param bootstrap: resamples and coverage of all CIs
     :param rng: bootstrap seed (each interval of each output draws from its own generator, seeded with it and the
         interval's name: see `comparison.statistics.keyed_generator`)
-    :return: ``{"summary": ..., "learning_curves": ..., "regime_returns": ...}`` paths, and ``"replay_attention"``
+    :return: ``{"summary": ..., "learning_curves": ...}`` paths, and ``"regime_returns"`` and ``"replay_attention"``
         where written
     :raises FileNotFoundError: if ``evaluations.csv`` or ``baselines.csv`` is missing
     :raises ValueError: if a CSV file is empty or lacks required columns (the message names file and columns)
@@ -64,10 +64,13 @@ def write_report(
         "learning_curves": plot_learning_curves(
             evals, baselines, out_dir / LEARNING_CURVES_FILE, bootstrap=bootstrap, rng=rng
         ),
-        "regime_returns": plot_regime_returns(
-            evals, baselines, out_dir / REGIME_RETURNS_FILE, bootstrap=bootstrap, rng=rng
-        ),
     }
+    if has_regime_labels(telemetry):
+        paths["regime_returns"] = plot_regime_returns(
+            evals, baselines, out_dir / REGIME_RETURNS_FILE, bootstrap=bootstrap, rng=rng
+        )
+    else:  # prices without regime labels: the chart would be empty (one left by an earlier report goes too)
+        (out_dir / REGIME_RETURNS_FILE).unlink(missing_ok=True)
     if telemetry is not None and not telemetry.empty:
         paths["replay_attention"] = plot_replay_attention(telemetry, out_dir / REPLAY_ATTENTION_FILE)
     return paths

@@ -12,16 +12,18 @@ TensorBoard events), so a comparison's directory can be committed (the full pres
 
 from __future__ import annotations
 
+import ctypes
 import os
 import re
 import shutil
 import signal
+import sys
 import tempfile
 import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field, fields, replace
 from multiprocessing import get_context
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
@@ -29,6 +31,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
@@ -38,14 +41,21 @@ from comparison.schema import (
     BASELINES_FILE,
     CONFIG_FILE,
     EVALUATIONS_FILE,
+    METRIC_COLUMNS,
+    PROGRESS_FILE,
     RUNS_DIR,
     TELEMETRY_COLUMNS,
     TELEMETRY_FILE,
 )
+from comparison.tables import read_table, validate_evaluations, validate_telemetry
 
 BACKENDS = ("local", "ray")
+#: ``unfinished_reason`` of a run that has no folder yet.
+NOT_STARTED = "not started"
 # Seconds a terminated run process has to exit before it is killed.
 _GRACE_SECONDS = 5.0
+# prctl's option: the signal a process receives when its parent ends (linux/prctl.h).
+_PR_SET_PDEATHSIG = 1
 
 
 @dataclass(frozen=True)
@@ -91,7 +101,7 @@ PRESETS: dict[str, Preset] = {
         dict(total_steps=1_500, learning_starts=500, eval_freq=500, eval_episodes=5, net_arch=(32, 32), batch_size=64),
         Path("results/quick"),
     ),
-    # The README's main command: about 10 minutes on 2 cores.
+    # The README's main command (scripts/main.sh): about 20 minutes on 2 cores (README, Presets).
     "default": Preset(2, dict(total_steps=30_000, eval_freq=3_000, eval_episodes=30), Path("results/default")),
     # The real answer: evaluation noise is ~0.02 per policy over 50 episodes, so 20 seeds a variant (10 for the two
     # that earlier runs ranked lowest). Its runs take days of core time, so they are committed as they finish, and any
@@ -128,23 +138,134 @@ def run_dir(out_dir: Path, config: RunConfig) -> Path:
 
 def is_finished(out_dir: Path, config: RunConfig) -> bool:
     """
-    Whether ``config``'s run has already finished in ``out_dir``.
+    Whether ``config``'s run has finished in ``out_dir`` (see ``unfinished_reason``).
 
-    :raises ValueError: the directory holds that run with a different config (a rerun with other
-        settings must go to another ``--out`` rather than mix results)
+    :raises ValueError: as ``unfinished_reason``
+    """
+    return unfinished_reason(out_dir, config) is None
+
+
+def unfinished_reason(out_dir: Path, config: RunConfig) -> str | None:
+    """
+    Why ``config``'s run in ``out_dir`` is not finished, None if it is: finished means its ``config.json`` holds
+    ``config``, and its files hold the whole run (``run_tables``). A run that is not finished is redone.
+
+    :raises ValueError: its ``config.json`` holds other settings (a rerun with other settings must go to another
+        ``--out`` rather than mix results), or cannot be read (say, a newer version's): naming the file and what
+        differs or is wrong
+    """
+    try:
+        _finished_tables(out_dir, config)
+    except _Unfinished as unfinished:
+        return str(unfinished)
+    return None
+
+
+class _Unfinished(Exception):
+    """A run that is not finished; its text says why."""
+
+
+def _finished_tables(out_dir: Path, config: RunConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """
+    ``run_tables`` of ``config``'s run in ``out_dir``, once its settings are checked.
+
+    :raises _Unfinished: the run is not finished, saying why
+    :raises ValueError: as ``unfinished_reason``
     """
     directory = run_dir(out_dir, config)
+    if not directory.exists():
+        raise _Unfinished(NOT_STARTED)
     config_path = directory / CONFIG_FILE
-    if config_path.exists():
-        # Both sides canonical: a setting the variant ignores, or a default it ignores that changed since the run
-        # was written (say RunConfig.lap_min_priority for a uniform run), does not make it another run.
-        stored = _stored_config(config_path)
-        if stored is None or stored.canonical() != config.canonical():
-            raise ValueError(
-                f"{config_path} was written with other settings than this comparison's; "
-                "use another output directory or delete it"
-            )
-    return (directory / EVALUATIONS_FILE).exists()
+    if not config_path.is_file():
+        raise _Unfinished(f"{config_path}: no such file (settings unknown)")
+    _check_stored_settings(config_path, config)
+    try:
+        return run_tables(directory, config)
+    except (OSError, ValueError) as problem:
+        raise _Unfinished(str(problem)) from None
+
+
+def _check_stored_settings(path: Path, config: RunConfig) -> None:
+    """Raise ``ValueError`` unless the config file ``path`` holds ``config`` (both canonical), naming what differs."""
+    try:
+        stored = RunConfig.from_json(path.read_text())
+    except ValueError as error:
+        raise ValueError(
+            f"{path} cannot be read as a run's settings: {error}; delete that run's folder to redo it, or use "
+            "another output directory"
+        ) from None
+    # Both sides canonical: a setting the variant ignores, or a default it ignores that changed since the run
+    # was written (say RunConfig.lap_min_priority for a uniform run), does not make it another run.
+    differences = _setting_differences(stored.canonical(), config.canonical())
+    if differences:
+        raise ValueError(
+            f"{path} was written with other settings than this comparison's ({'; '.join(differences)}); "
+            "use another output directory or delete it"
+        )
+
+
+def _setting_differences(stored: RunConfig, wanted: RunConfig) -> list[str]:
+    """Each field on which ``stored`` and ``wanted`` differ, as ``name: stored value there, wanted value now``."""
+    names = [field.name for field in fields(RunConfig)]
+    return [
+        f"{name}: {getattr(stored, name)!r} there, {getattr(wanted, name)!r} now"
+        for name in names
+        if getattr(stored, name) != getattr(wanted, name)
+    ]
+
+
+def run_tables(directory: Path, config: RunConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """
+    The evaluations and telemetry of ``config``'s finished run in ``directory``, as read from its files, after
+    checking that they hold the whole run: every evaluation (``RunConfig.evaluation_steps``) with no value missing,
+    one telemetry row per tag at each evaluation (none for an untagged buffer), and ``progress.csv``.
+
+    :raises ValueError: naming the file and what is wrong with it (missing, empty, unreadable, cut short, another
+        run's rows, a value missing)
+    """
+    evaluations_path = directory / EVALUATIONS_FILE
+    evaluations = read_table(evaluations_path)
+    checked = validate_evaluations(evaluations, str(evaluations_path))
+    _check_run_columns(checked, config, evaluations_path, ("run", "variant", "seed"))
+    steps = checked["step"].tolist()
+    expected = config.evaluation_steps
+    if steps != expected:
+        raise ValueError(
+            f"{evaluations_path} holds {len(steps)} evaluation(s) at steps {_steps_span(steps)}, not the run's "
+            f"{len(expected)} at steps {_steps_span(expected)}"
+        )
+    empty = checked[list(METRIC_COLUMNS)].isna()
+    if empty.any(axis=None):
+        row, column = next(zip(*empty.to_numpy().nonzero(), strict=True))
+        raise ValueError(f"{evaluations_path} has no value in column {METRIC_COLUMNS[column]!r} at step {steps[row]}")
+    telemetry_path = directory / TELEMETRY_FILE
+    telemetry = read_table(telemetry_path)
+    checked = validate_telemetry(telemetry, str(telemetry_path))
+    _check_run_columns(checked, config, telemetry_path, ("variant", "seed"))
+    n_tags = checked["tag"].nunique()
+    if not checked.empty and (set(checked["step"]) != set(expected) or len(checked) != n_tags * len(expected)):
+        raise ValueError(
+            f"{telemetry_path} does not hold one row per tag at each of the run's evaluations (steps "
+            f"{_steps_span(expected)})"
+        )
+    progress_path = directory / PROGRESS_FILE
+    if not progress_path.is_file():
+        raise ValueError(f"{progress_path}: no such file")
+    return evaluations, telemetry
+
+
+def _check_run_columns(table: pd.DataFrame, config: RunConfig, path: Path, columns: Sequence[str]) -> None:
+    """Raise ``ValueError`` unless every row of ``table`` has ``config``'s value in each of ``columns``."""
+    values = {"run": config.run_name, "variant": config.variant, "seed": config.seed}
+    for column in columns:
+        if (table[column] != values[column]).any():
+            raise ValueError(f"{path} has rows whose {column} is not the run's {values[column]!r}")
+
+
+def _steps_span(steps: Sequence[int]) -> str:
+    """Env steps in short: ``0, 500, ..., 1500``, or all of them when there are four or fewer."""
+    shown = [*steps[:2], "...", steps[-1]] if len(steps) > 4 else steps
+    return ", ".join(map(str, shown)) if steps else "(none)"
 
 
 def check_backend(backend: str, ray_address: str | None = None) -> None:
@@ -163,31 +284,41 @@ def check_backend(backend: str, ray_address: str | None = None) -> None:
 
 # Called once per run as it ends: its config and None, or its config and its error text.
 _Record = Callable[[RunConfig, str | None], None]
+# Called as a run goes: its config and the env steps it took since the previous call.
+_Advance = Callable[[RunConfig, int], None]
 
 
-def _stored_config(path: Path) -> RunConfig | None:
-    """The config a run directory holds (fields added since it was written take their defaults); None if unreadable."""
-    try:
-        return RunConfig.from_json(path.read_text())
-    except ValueError:
-        return None
-
-
-def _train_in_child(config: RunConfig, directory: Path, errors: Connection) -> None:
+def _train_in_child(config: RunConfig, directory: Path, messages: Connection, parent: int) -> None:
     """
-    A run in its own process; sends its error text (None when it finished) to the parent, then ends. It starts with
-    SIGINT blocked (see ``_start_child``) and keeps it so: Ctrl-C in a terminal reaches every process of the group,
-    and the parent alone decides, ending its children with SIGTERM.
+    A run in its own process, which ends with its parent (``_end_with_parent``); sends the parent the env steps it
+    takes as it goes (ints), then its outcome (None when it finished, else its error text), and ends. It starts
+    with SIGINT blocked (see ``_start_child``) and keeps it so: Ctrl-C in a terminal reaches every process of the
+    group, and the parent alone decides, ending its children with SIGTERM.
     """
+    _end_with_parent(parent)
     # Ignored too, not only blocked: a library may unblock it in a thread it starts (then the run's exit, still
     # in its clean-up, would print a KeyboardInterrupt).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     configure_torch_threads(1)
     try:
-        train_run(config, directory)
-        errors.send(None)
+        train_run(config, directory, on_steps=messages.send)
+        messages.send(None)
     except Exception:
-        errors.send(traceback.format_exc())
+        messages.send(traceback.format_exc())
+
+
+def _end_with_parent(parent: int) -> None:
+    """
+    Have the kernel kill this process when its parent, process ``parent``, ends, SIGKILL included (Linux's
+    ``PR_SET_PDEATHSIG``; elsewhere a parent that is killed outright leaves its runs going); end it at once if the
+    parent is gone already. A run whose parent is gone would train on into a folder that a rerun is rebuilding.
+    """
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+    if os.getppid() != parent:  # it ended before the call above: the signal will not come
+        os._exit(1)
 
 
 class RunsInterrupted(BaseException):
@@ -250,7 +381,9 @@ def _start_child(process: BaseProcess) -> None:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
-def _run_in_processes(pending: Sequence[RunConfig], out_dir: Path, workers: int, record: _Record) -> None:
+def _run_in_processes(
+    pending: Sequence[RunConfig], out_dir: Path, workers: int, record: _Record, advance: _Advance
+) -> None:
     """
     Each run in a fresh process, ``workers`` at a time. On any exception here (Ctrl-C, SIGTERM turned into one
     by the command line) the running children are terminated at once, so no run goes on or starts after it;
@@ -265,25 +398,30 @@ def _run_in_processes(pending: Sequence[RunConfig], out_dir: Path, workers: int,
                 config = queue.pop(0)
                 receiver, sender = context.Pipe(duplex=False)
                 process: BaseProcess = context.Process(
-                    target=_train_in_child, args=(config, run_dir(out_dir, config), sender)
+                    target=_train_in_child, args=(config, run_dir(out_dir, config), sender, os.getpid())
                 )
                 _start_child(process)
                 sender.close()  # the child holds the sending end: EOF here once it is gone
                 running[process] = (config, receiver)
-            # Ready when a child has sent its outcome, or has died without (end of file): never blocks a child
-            # on a full pipe, as waiting for its exit first would with a long traceback.
+            # Ready when a child has sent its steps or outcome, or has died without (end of file): never blocks a
+            # child on a full pipe, as waiting for its exit first would with a long traceback.
             for ready in wait([receiver for _, receiver in running.values()]):
                 process = next(p for p, (_, receiver) in running.items() if receiver is ready)
-                config, receiver = running.pop(process)
+                config, receiver = running[process]
                 try:
-                    error = receiver.recv()
+                    message = receiver.recv()
                 except EOFError:
-                    error = None
+                    message = None
+                else:
+                    if isinstance(message, int):
+                        advance(config, message)
+                        continue
+                del running[process]
                 process.join()
                 receiver.close()
-                if error is None and process.exitcode != 0:
-                    error = f"the run's process ended with exit code {process.exitcode} before it finished"
-                record(config, error)
+                if message is None and process.exitcode != 0:
+                    message = f"the run's process ended with exit code {process.exitcode} before it finished"
+                record(config, message)
     finally:
         _end_processes(running)
 
@@ -376,7 +514,7 @@ def run_pending(
     :param out_dir: output directory (runs in ``out_dir/runs/{variant}_s{seed}``)
     :param workers: parallel worker processes of the local backend (the ray backend runs as many runs at
         once as the Ray cluster has free CPUs)
-    :param progress: show a progress bar over runs
+    :param progress: show a progress bar over the env steps of all runs, with an ETA
     :param backend: ``"local"``: a pool of ``workers`` processes on this machine; ``"ray"``: one Ray task
         (one CPU) per run, trained in a temporary directory of the node that runs it, whose files are
         sent back and written here
@@ -386,44 +524,90 @@ def run_pending(
     :return: errors of the failed runs, by run name
     """
     check_backend(backend, ray_address)
-    pending = [config for config in configs if not is_finished(out_dir, config)]
+    reasons = {config.run_name: unfinished_reason(out_dir, config) for config in configs}
+    pending = [config for config in configs if reasons[config.run_name] is not None]
+    for config in pending:
+        if reasons[config.run_name] != NOT_STARTED:
+            print(f"redoing {config.run_name}: {reasons[config.run_name]}", file=sys.stderr)
     failures: dict[str, str] = {}
     if not pending:
         return failures
-    bar = tqdm(total=len(pending), desc="runs", unit="run", disable=not progress)
+    # Over the env steps of all runs, with an ETA; the local backend's runs report their steps as they go, a Ray
+    # run all of them as it ends.
+    bar = tqdm(
+        total=sum(config.total_steps for config in pending),
+        desc="env steps",
+        unit="step",
+        unit_scale=True,
+        disable=not progress,
+        postfix=f"0/{len(pending)} runs",
+    )
+    steps_done = {config.run_name: 0 for config in pending}
+    ended: list[str] = []
+
+    def advance(config: RunConfig, steps: int) -> None:
+        steps_done[config.run_name] += steps
+        bar.update(steps)
 
     def record(config: RunConfig, error: str | None) -> None:
-        if error is not None:
+        left = config.total_steps - steps_done[config.run_name]
+        if error is None:
+            bar.update(left)
+        else:  # the steps it will not take come off the total, so that the ETA stays right
             failures[config.run_name] = error
             tqdm.write(f"run {config.run_name} failed:\n{error}")
-        bar.update()
+            bar.total -= left
+        ended.append(config.run_name)
+        bar.set_postfix_str(f"{len(ended)}/{len(pending)} runs")
 
     try:
         if backend == "ray":
             _run_on_ray(pending, out_dir, ray_address, record)
         else:
-            _run_in_processes(pending, out_dir, workers, record)
+            _run_in_processes(pending, out_dir, workers, record, advance)
     finally:
         bar.close()
     return failures
 
 
-def collect_evaluations(configs: Sequence[RunConfig], out_dir: Path) -> pd.DataFrame:
-    """Evaluation rows of the finished runs of ``configs``, in plan order."""
-    frames = [
-        pd.read_csv(run_dir(out_dir, config) / EVALUATIONS_FILE) for config in configs if is_finished(out_dir, config)
-    ]
-    if not frames:
+def collect_runs(configs: Sequence[RunConfig], out_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """
+    The evaluation rows and the telemetry rows (columns ``TELEMETRY_COLUMNS``) of the finished runs of ``configs``,
+    in plan order, each run's checked whole (``run_tables``) before any is combined.
+
+    :raises ValueError: no run of ``configs`` has finished in ``out_dir``
+    """
+    tables = []
+    for config in configs:
+        with suppress(_Unfinished):
+            tables.append(_finished_tables(out_dir, config))
+    if not tables:
         raise ValueError(f"no run of this comparison has finished in {out_dir}")
-    return pd.concat(frames, ignore_index=True)
-
-
-def collect_telemetry(configs: Sequence[RunConfig], out_dir: Path) -> pd.DataFrame:
-    """Telemetry rows of the finished runs of ``configs``, in plan order (columns ``TELEMETRY_COLUMNS``)."""
-    paths = [run_dir(out_dir, config) / TELEMETRY_FILE for config in configs if is_finished(out_dir, config)]
     # An untagged buffer's table is empty: left out, as concatenating an empty frame would lose the columns' types.
-    frames = [frame for frame in map(pd.read_csv, paths) if not frame.empty]
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(TELEMETRY_COLUMNS))
+    telemetry = [frame for _, frame in tables if not frame.empty]
+    return (
+        pd.concat([evaluations for evaluations, _ in tables], ignore_index=True),
+        pd.concat(telemetry, ignore_index=True) if telemetry else pd.DataFrame(columns=list(TELEMETRY_COLUMNS)),
+    )
+
+
+def _holds_figures(path: Path, table: pd.DataFrame) -> bool:
+    """
+    Whether the CSV file ``path`` holds ``table`` up to float rounding (the baselines recomputed on another CPU may
+    differ in their last bit): such a file is kept as it is, so that an unchanged comparison rewrites nothing.
+    """
+    if not path.is_file():
+        return False
+    stored = pd.read_csv(path)
+    if list(stored.columns) != list(table.columns) or len(stored) != len(table):
+        return False
+    numbers = table.select_dtypes("number").columns
+    labels = table.columns.difference(numbers)
+    try:
+        close = np.allclose(stored[numbers].to_numpy(float), table[numbers].to_numpy(float), rtol=1e-12, atol=0.0)
+    except ValueError:  # a stored cell that is not a number
+        return False
+    return close and stored[labels].astype(str).equals(table[labels].astype(str))
 
 
 def run_comparison(
@@ -443,11 +627,11 @@ def run_comparison(
     :param out_dir: output directory
     :param workers: parallel runs of the local backend (default: one per core)
     :param command: the command line, quoted in the report
-    :param progress: show a progress bar over runs
+    :param progress: show a progress bar over the env steps of all runs, with an ETA
     :param backend: ``"local"`` (worker processes on this machine) or ``"ray"`` (Ray tasks); see ``run_pending``
     :param ray_address: Ray cluster to join with the ray backend (default: as ``ray.init`` finds one, else local)
     :return: ``failures`` (errors by run name) and the paths of the files written (``evaluations``,
-        ``telemetry``, and the report's)
+        ``telemetry``, ``baselines``, and the report's)
     """
     check_backend(backend, ray_address)
     if not configs:
@@ -465,16 +649,18 @@ def run_comparison(
     out_dir.mkdir(parents=True, exist_ok=True)
     workers = workers or len(os.sched_getaffinity(0))
     failures = run_pending(configs, out_dir, workers, progress, backend=backend, ray_address=ray_address)
-    evaluations = collect_evaluations(configs, out_dir)
+    evaluations, telemetry = collect_runs(configs, out_dir)
     write_csv_atomically(evaluations, out_dir / EVALUATIONS_FILE)
-    write_csv_atomically(collect_telemetry(configs, out_dir), out_dir / TELEMETRY_FILE)
+    write_csv_atomically(telemetry, out_dir / TELEMETRY_FILE)
     baselines = baseline_rows(first.env_id, first.evaluation_env_kwargs, first.eval_seeds)
-    write_csv_atomically(baselines, out_dir / BASELINES_FILE)
+    if not _holds_figures(out_dir / BASELINES_FILE, baselines):
+        write_csv_atomically(baselines, out_dir / BASELINES_FILE)
     seeds = sorted({config.seed for config in configs})
     paths = write_report(out_dir, command=command, seeds=seeds)
     return {
         "failures": failures,
         "evaluations": out_dir / EVALUATIONS_FILE,
         "telemetry": out_dir / TELEMETRY_FILE,
+        "baselines": out_dir / BASELINES_FILE,
         **paths,
     }

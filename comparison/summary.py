@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from comparison.statistics import (
     BootstrapSettings,
     RelativeDifference,
     SameSeedComparison,
+    iqm,
     keyed_generator,
     median_ratio_ci,
     paired_mean_difference_ci,
@@ -32,12 +34,14 @@ from comparison.tables import (
     curve_means,
     final_returns,
     final_telemetry,
+    has_regime_labels,
     shared_steps,
     summary_table,
     variant_order,
 )
 
 _DASH = "—"
+_NOT_APPLICABLE = "n/a"
 
 
 def _signed(value: float, decimals: int = 3) -> str:
@@ -70,7 +74,7 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def _table_rows(table: pd.DataFrame, level: str, threshold_baseline: str) -> list[str]:
+def _table_rows(table: pd.DataFrame, level: str, threshold_baseline: str, regime_labels: bool) -> list[str]:
     header = (
         f"| Policy | Seeds | Final return IQM [{level} CI] | Final return mean ± std "
         f"| Steps to {threshold_baseline} return (median, seeds reached) "
@@ -78,7 +82,10 @@ def _table_rows(table: pd.DataFrame, level: str, threshold_baseline: str) -> lis
     )
     lines = [header, "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for row in table.itertuples(index=False):
-        regimes = [_signed(getattr(row, f"final_{column}")) for column in REGIME_RETURN_COLUMNS]
+        regimes = [
+            _signed(getattr(row, f"final_{column}")) if regime_labels else _NOT_APPLICABLE
+            for column in REGIME_RETURN_COLUMNS
+        ]
         if row.kind == "learned":
             n_seeds = int(row.n_seeds)
             iqm_text = (
@@ -208,6 +215,27 @@ def _few_seeds_warning(table: pd.DataFrame) -> list[str]:
     ]
 
 
+def headline(evals: pd.DataFrame, baselines: pd.DataFrame) -> list[str]:
+    """
+    A few lines for the terminal: each variant's IQM of final return over its seeds, and each baseline's return.
+
+    :param evals: the evaluations (columns :data:`EVALUATION_COLUMNS`)
+    :param baselines: the baselines (columns :data:`BASELINE_COLUMNS`)
+    """
+    final = final_returns(evals)
+    order = variant_order(evals["variant"])
+    width = max(len(name) for name in [*order, *baselines["variant"]])
+    lines = ["Final return, IQM over seeds:"]
+    for variant in order:
+        returns = final.loc[final["variant"] == variant, "mean_return"]
+        seeds = f"{len(returns)} seed{'s' if len(returns) != 1 else ''}"
+        lines.append(f"  {variant:<{width}}  {_signed(iqm(returns))}  ({seeds})")
+    lines += [
+        f"  {row.variant:<{width}}  {_signed(row.mean_return)}  (baseline)" for row in baselines.itertuples(index=False)
+    ]
+    return lines
+
+
 def returns_by_seed(runs: pd.DataFrame) -> dict[str, dict[int, float]]:
     """
     ``{variant: {seed: mean_return}}`` from one row per run (:func:`final_returns`'s or :func:`curve_means`'s),
@@ -301,8 +329,11 @@ def write_summary_md(
     :param rng: bootstrap seed; each interval has its own generator (:func:`keyed_generator`), so that adding
         or removing a variant leaves the other variants' intervals as they were
     :param near_zero: threshold on ``|IQM(uniform)|`` below which no relative difference is reported
-    :param telemetry: the runs' telemetry (columns :data:`TELEMETRY_COLUMNS`); None or no rows: no such section
-    :return: the Markdown text written
+    :param telemetry: the runs' telemetry (columns :data:`TELEMETRY_COLUMNS`); None or no rows: no such section.
+        Where it shows that the prices had no regime labels (``has_regime_labels``), the regime returns read n/a
+    :return: the Markdown text in ``path``: an existing file that differs only in its command is left as it is,
+        so that rebuilding an unchanged report (``--report-only``) rewrites nothing, and the command that produced
+        the figures stays their record
     """
     table = summary_table(
         evals,
@@ -316,6 +347,7 @@ def write_summary_md(
     order = variant_order(evals["variant"])
     level = bootstrap.level
     threshold = baseline_threshold(baselines, threshold_baseline)
+    regime_labels = has_regime_labels(telemetry)
 
     final_steps = sorted(final["step"].unique().tolist())
     if len(final_steps) == 1:
@@ -329,7 +361,7 @@ def write_summary_md(
         f"CIs are {level} percentile bootstrap intervals over seeds.",
         *_few_seeds_warning(table),
         "",
-        *_table_rows(table, level, threshold_baseline),
+        *_table_rows(table, level, threshold_baseline, regime_labels),
         "",
         "## Differences vs uniform",
         "",
@@ -394,7 +426,9 @@ def write_summary_md(
         f"- Relative difference: (IQM(variant) - IQM({REFERENCE_VARIANT})) / |IQM({REFERENCE_VARIANT})|; not reported "
         f"when |IQM({REFERENCE_VARIANT})| < {near_zero:g} (only the absolute difference then).",
         "- Std: over seeds, ddof=1. Sharpe and regime returns: mean over seeds of the final evaluation's figures "
-        "(regime return: mean per-episode return earned in that hidden regime).",
+        "(regime return: mean per-episode return earned in that hidden regime"
+        + ("" if regime_labels else "; n/a here: these prices have no regime labels")
+        + ").",
         f"- Steps to {threshold_baseline} return: {threshold_note}.",
         f"- P(variant > {REFERENCE_VARIANT}): probability that a seed of the variant ends with a higher final return "
         f"than a seed of {REFERENCE_VARIANT} (Mann-Whitney U / (n m), ties half; Agarwal et al. 2021). Its CI, the IQM "
@@ -428,5 +462,17 @@ def write_summary_md(
         found = ", ".join(map(str, data_seeds))
         lines.append(f"\n**Warning:** the seeds above differ from the seeds in the evaluations ({found}).")
     text = "\n".join(lines) + "\n"
-    Path(path).write_text(text, encoding="utf-8")
+    path = Path(path)
+    if path.is_file() and _without_command(path.read_text(encoding="utf-8")) == _without_command(text):
+        return path.read_text(encoding="utf-8")
+    path.write_text(text, encoding="utf-8")
     return text
+
+
+# The command block of the Provenance section (see write_summary_md).
+_COMMAND_BLOCK = re.compile(r"^Command:\n\n```\n.*?\n```\n", re.MULTILINE | re.DOTALL)
+
+
+def _without_command(summary: str) -> str:
+    """A ``summary.md`` text without its command block, to compare two reports on their figures."""
+    return _COMMAND_BLOCK.sub("", summary, count=1)

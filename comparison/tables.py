@@ -22,11 +22,22 @@ from comparison.schema import (
     check_columns,
 )
 from comparison.statistics import DEFAULT_BOOTSTRAP, BootstrapSettings, bootstrap_ci, iqm, keyed_generator
+from envs import REGIME_UNKNOWN
 
 #: The learning variant every other variant is compared against.
 REFERENCE_VARIANT = "uniform"
 #: The baseline whose mean return defines the "steps to threshold" figure.
 THRESHOLD_BASELINE = "zscore"
+
+
+def _as_floats(values: pd.Series, column: str, source: str) -> pd.Series:
+    """``values`` as floats (empty cells NaN), or a ``ValueError`` naming ``column`` of ``source``."""
+    if pd.api.types.is_numeric_dtype(values):  # as read from a CSV file of numbers: nothing to parse
+        return values.astype(float)
+    try:
+        return pd.to_numeric(values, errors="raise").astype(float)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"{source}: column {column!r} is not numeric") from exc
 
 
 def _coerce_columns(frame: pd.DataFrame, source: str, *, strings: Sequence[str], integers: Sequence[str]) -> None:
@@ -36,10 +47,7 @@ def _coerce_columns(frame: pd.DataFrame, source: str, *, strings: Sequence[str],
             raise ValueError(f"{source}: column {column!r} has empty values")
         frame[column] = frame[column].astype(str)
     for column in (*integers, *METRIC_COLUMNS):
-        try:
-            numeric = pd.to_numeric(frame[column], errors="raise").astype(float)
-        except (ValueError, TypeError) as exc:
-            raise ValueError(f"{source}: column {column!r} is not numeric") from exc
+        numeric = _as_floats(frame[column], column, source)
         if column in integers:
             if numeric.isna().any() or not np.all(numeric == np.round(numeric)):
                 raise ValueError(f"{source}: column {column!r} must hold integers without gaps")
@@ -50,7 +58,12 @@ def _coerce_columns(frame: pd.DataFrame, source: str, *, strings: Sequence[str],
         raise ValueError(f"{source}: column 'mean_return' has empty values")
 
 
-def _validate_evaluations(frame: pd.DataFrame, source: str) -> pd.DataFrame:
+def validate_evaluations(frame: pd.DataFrame, source: str) -> pd.DataFrame:
+    """
+    :param frame: evaluations as read from a CSV file (``read_table``)
+    :param source: what to call them in errors (their file)
+    :return: a checked copy (see ``load_evaluations``)
+    """
     frame = frame.copy()
     check_columns(frame, EVALUATION_COLUMNS, source)
     _coerce_columns(frame, source, strings=("run", "variant"), integers=("seed", "step"))
@@ -76,13 +89,21 @@ def _validate_baselines(frame: pd.DataFrame, source: str) -> pd.DataFrame:
     return frame
 
 
-def _read_csv(path: Path) -> pd.DataFrame:
+def read_table(path: Path) -> pd.DataFrame:
+    """
+    A CSV file with a header row, as pandas reads it.
+
+    :raises FileNotFoundError: naming ``path``
+    :raises ValueError: naming ``path``: it is empty, or a row has more cells than the header
+    """
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file")
     try:
         return pd.read_csv(path)
     except pd.errors.EmptyDataError as exc:
         raise ValueError(f"{path} is empty (no header, no rows)") from exc
+    except pd.errors.ParserError as exc:
+        raise ValueError(f"{path} is not a table of its header's columns: {exc}") from exc
 
 
 def load_evaluations(path: str | Path) -> pd.DataFrame:
@@ -95,7 +116,7 @@ def load_evaluations(path: str | Path) -> pd.DataFrame:
         ``(run, step)`` rows or a run with several variants or seeds (the message names the file and column)
     """
     path = Path(path)
-    return _validate_evaluations(_read_csv(path), str(path))
+    return validate_evaluations(read_table(path), str(path))
 
 
 def load_baselines(path: str | Path) -> pd.DataFrame:
@@ -108,7 +129,7 @@ def load_baselines(path: str | Path) -> pd.DataFrame:
         variant (the message names the file and column)
     """
     path = Path(path)
-    return _validate_baselines(_read_csv(path), str(path))
+    return _validate_baselines(read_table(path), str(path))
 
 
 def load_telemetry(path: str | Path) -> pd.DataFrame:
@@ -121,17 +142,22 @@ def load_telemetry(path: str | Path) -> pd.DataFrame:
         figures, or duplicated ``(variant, seed, step, tag)`` rows (the message names the file and column)
     """
     path = Path(path)
-    frame = _read_csv(path)
-    source = str(path)
+    return validate_telemetry(read_table(path), str(path))
+
+
+def validate_telemetry(frame: pd.DataFrame, source: str) -> pd.DataFrame:
+    """
+    :param frame: telemetry as read from a CSV file (``read_table``)
+    :param source: what to call it in errors (its file)
+    :return: a checked copy (see ``load_telemetry``)
+    """
+    frame = frame.copy()
     missing = [column for column in TELEMETRY_COLUMNS if column not in frame.columns]
     if missing:
         raise ValueError(f"{source} is missing required column(s) {missing}; expected {list(TELEMETRY_COLUMNS)}")
     frame["variant"] = frame["variant"].astype(str)
     for column in ("seed", "step", "tag", *TELEMETRY_STATS, "is_ess"):
-        try:
-            numeric = pd.to_numeric(frame[column], errors="raise").astype(float)
-        except (ValueError, TypeError) as exc:
-            raise ValueError(f"{source}: column {column!r} is not numeric") from exc
+        numeric = _as_floats(frame[column], column, source)
         if column in ("seed", "step", "tag") and numeric.isna().any():
             raise ValueError(f"{source}: column {column!r} must hold integers without gaps")
         frame[column] = numeric.astype("int64") if column in ("seed", "step", "tag") else numeric
@@ -139,6 +165,16 @@ def load_telemetry(path: str | Path) -> pd.DataFrame:
     if duplicated.any():
         raise ValueError(f"{source}: duplicated (variant, seed, step, tag) rows")
     return frame
+
+
+def has_regime_labels(telemetry: pd.DataFrame | None) -> bool:
+    """
+    Whether the runs' prices had regime labels: False when every transition their replay stored had none (tag
+    ``REGIME_UNKNOWN``: real prices); True where the telemetry cannot tell (None, or no rows).
+
+    :param telemetry: the telemetry (columns :data:`TELEMETRY_COLUMNS`)
+    """
+    return telemetry is None or telemetry.empty or bool((telemetry["tag"] != REGIME_UNKNOWN).any())
 
 
 def final_telemetry(telemetry: pd.DataFrame) -> pd.DataFrame:

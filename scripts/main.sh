@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job: sets up .venv, then runs the default PER vs uniform SAC comparison on the pairs env
-# (about 10 minutes on 2 cores; results in results/default/). Extra arguments go to scripts/compare.py.
+# (about 20 minutes on a 2-core machine: README, Presets; results in results/default/). Extra arguments go to
+# scripts/compare.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup_env.sh experiments

@@ -79,7 +79,7 @@ def test_a_csv_without_date_column_has_no_dates():
     [
         (("2024-01-02", "02/01/2024"), "unreadable date"),
         (("2024-01-02", ""), "unreadable date"),
-        (("2024-01-03", "2024-01-02"), "2024-01-02 at row 1 after 2024-01-03"),
+        (("2024-01-03", "2024-01-02"), "2024-01-02 at line 3 after 2024-01-03"),
         (("2024-01-02", "2024-01-02"), "must increase"),
     ],
 )

@@ -162,7 +162,7 @@ def test_compare_cli_hands_the_backend_and_ray_address_to_the_runner(monkeypatch
         given.update(options)
         raise Stop
 
-    monkeypatch.setattr("comparison.cli.run_comparison", fake_run_comparison)
+    monkeypatch.setattr("comparison.runner.run_comparison", fake_run_comparison)
     with pytest.raises(Stop):
         compare_main([*TINY, "--out", str(tmp_path), "--backend", "ray", "--ray-address", "ray://head:10001"])
     assert given["backend"] == "ray" and given["ray_address"] == "ray://head:10001"

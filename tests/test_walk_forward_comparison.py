@@ -83,9 +83,9 @@ def test_no_evaluation_or_baseline_episode_reads_a_training_price(tmp_path, monk
     [
         (["--prices", str(SAMPLE_CSV_PATH), "--test-fraction", "0.99"], "leaves the training part 15 of 1500 rows"),
         (["--prices", str(SAMPLE_CSV_PATH), "--test-from", "2020-01-02"], "needs dates"),
-        (["--prices", str(SAMPLE_CSV_PATH)], "give exactly one of test_from and test_fraction"),
+        (["--prices", str(SAMPLE_CSV_PATH)], "--prices needs --test-from YYYY-MM-DD or --test-fraction F"),
         (["--prices", "no_such_prices.csv", "--test-fraction", "0.3"], "no_such_prices.csv"),
-        (["--test-fraction", "0.3"], "--test-fraction only apply with --prices"),
+        (["--test-fraction", "0.3"], "--test-fraction only applies with --prices"),
         (["--prices", str(SAMPLE_CSV_PATH), "--test-from", "2020-01-02", "--test-fraction", "0.3"], "not allowed"),
         (
             ["--prices", str(SAMPLE_CSV_PATH), "--test-fraction", "0.3", "--price-columns", "price_a", "gold"],
