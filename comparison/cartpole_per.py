@@ -220,11 +220,16 @@ def run_cartpole_study(
 
 def final_returns(evaluations: pd.DataFrame, step: int) -> dict[str, dict[int, float]]:
     """The mean evaluation return at ``step`` of each variant, by seed."""
-    at_step = evaluations[evaluations["step"] == step]
-    return {
-        str(variant): {int(seed): float(value) for seed, value in zip(rows["seed"], rows["mean_return"], strict=True)}
-        for variant, rows in at_step.groupby("variant", sort=False)
-    }
+    return returns_by_seed(evaluations[evaluations["step"] == step])
+
+
+def returns_by_seed(evaluations: pd.DataFrame) -> dict[str, dict[int, float]]:
+    """Each variant's mean over ``evaluations``' rows of the mean evaluation return, by seed."""
+    means = evaluations.groupby(["variant", "seed"], sort=False)["mean_return"].mean()
+    scores: dict[str, dict[int, float]] = {}
+    for (variant, seed), value in means.items():
+        scores.setdefault(str(variant), {})[int(seed)] = float(value)
+    return scores
 
 
 def solved_share(values: Sequence[float], threshold: float = 475.0) -> float:
@@ -232,13 +237,12 @@ def solved_share(values: Sequence[float], threshold: float = 475.0) -> float:
     return float(np.mean(np.asarray(values) >= threshold)) if len(values) else math.nan
 
 
-def summary_lines(evaluations: pd.DataFrame, study: CartPoleStudy, seed: int = 0) -> list[str]:
+def summary_lines(scores: dict[str, dict[int, float]], seed: int = 0) -> list[str]:
     """
-    Markdown tables of the final evaluation: each variant's seeds, IQM with its bootstrap interval, mean, share of
-    seeds at 475 or more, and values per seed; then each variant against uniform: IQM difference with its interval,
-    the same-seed split with its sign test, and the Mann-Whitney U test's p-value (same distribution of scores?).
+    Markdown tables of scores by variant and seed: each variant's seeds, IQM with its bootstrap interval, mean, share
+    of seeds at 475 or more, and values per seed; then each variant against uniform: IQM difference with its
+    interval, the same-seed split with its sign test, and the Mann-Whitney U test's p-value (same distribution?).
     """
-    scores = final_returns(evaluations, study.total_steps)
     lines = [
         f"| variant | seeds | IQM [{DEFAULT_BOOTSTRAP.level} CI] | mean | seeds >= 475 | per seed (0, 1, ...) |",
         "|---|---|---|---|---|---|",
@@ -339,7 +343,11 @@ def cartpole_main(argv: list[str] | None = None) -> pd.DataFrame:
         "",
         f"Final greedy evaluation return at {study.total_steps:,} steps ({study.eval_episodes} episodes, fixed seeds):",
         "",
-        *summary_lines(evaluations, study),
+        *summary_lines(final_returns(evaluations, study.total_steps)),
+        "",
+        f"Mean of the evaluation returns at steps {', '.join(map(str, study.eval_steps))} (less noisy than the last):",
+        "",
+        *summary_lines(returns_by_seed(evaluations)),
         "",
         "![evaluation returns](cartpole_per.png)",
         "",

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import rl_zoo3
 import yaml
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.env_util import make_vec_env
@@ -28,7 +29,6 @@ TINY = CartPoleStudy(total_steps=1_536, eval_freq=512, eval_episodes=2)
 
 
 def test_the_settings_are_the_installed_rl_zoos_for_cartpole() -> None:
-    rl_zoo3 = pytest.importorskip("rl_zoo3")  # in the dev extra: skipped only outside it
     with open(Path(rl_zoo3.__file__).parent / "hyperparams" / "dqn.yml") as file:
         zoo = yaml.safe_load(file)[ENV_ID]
     assert zoo.pop("policy") == "MlpPolicy" and zoo.pop("n_timesteps") == 5e4
