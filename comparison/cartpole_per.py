@@ -37,7 +37,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 
 from comparison.experiment import write_csv_atomically
-from comparison.minatar import greedy_returns
+from comparison.minatar import check_integer_fields, greedy_returns
 from comparison.statistics import (
     DEFAULT_BOOTSTRAP,
     bootstrap_ci,
@@ -92,10 +92,7 @@ class CartPoleStudy:
     eval_episodes: int = 20
 
     def __post_init__(self) -> None:
-        for name in ("total_steps", "eval_freq", "eval_episodes"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or int(value) != value or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        check_integer_fields(self, ("total_steps", "eval_freq", "eval_episodes"), minimum=1)
         if self.total_steps % self.eval_freq:
             raise ValueError(f"eval_freq={self.eval_freq} must divide total_steps={self.total_steps}")
 

@@ -126,6 +126,17 @@ VARIANTS: dict[str, DQNVariant] = {
 }
 
 
+def check_integer_fields(instance: Any, names: Iterable[str], minimum: int) -> None:
+    """
+    Raise ``ValueError``, naming the field and its value, unless each field ``names`` of ``instance`` is an integer
+    (not a bool) of at least ``minimum``.
+    """
+    for name in names:
+        value = getattr(instance, name)
+        if isinstance(value, bool) or int(value) != value or value < minimum:
+            raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+
+
 @dataclass(frozen=True)
 class MinAtarConfig:
     """
@@ -184,14 +195,8 @@ class MinAtarConfig:
         if self.variant not in VARIANTS:
             raise ValueError(f"variant must be one of {sorted(VARIANTS)}, got {self.variant!r}")
         positive = ("total_frames", "log_interval", "batch_size", "buffer_size", "target_update_interval")
-        for name in (*positive, "epsilon_frames", "beta_anneal_samples"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or int(value) != value or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        for name in ("seed", "eval_episodes", "learning_starts"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or int(value) != value or value < 0:
-                raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
+        check_integer_fields(self, (*positive, "epsilon_frames", "beta_anneal_samples"), minimum=1)
+        check_integer_fields(self, ("seed", "eval_episodes", "learning_starts"), minimum=0)
         if self.total_frames % self.log_interval:
             raise ValueError(f"log_interval={self.log_interval!r} must divide total_frames={self.total_frames!r}")
         if self.learning_starts >= self.total_frames:
