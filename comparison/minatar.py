@@ -1,0 +1,579 @@
+"""
+Deep-RL control: DQN, PER-DQN (and ReLo-DQN once ``sb3_per`` has it) on MinAtar Breakout and Seaquest, with the
+settings of the ReLo authors' MinAtar code (github.com/shivakanthsujit/reducible-loss, ``MinAtar/examples/dqn.py``,
+``per_dqn.py``, ``relo_dqn.py``, ``per_buffer.py``), where their released results show PER-DQN ahead of DQN on
+Breakout and collapsing on Seaquest.
+
+Their settings, kept here in Stable-Baselines3's terms (``sb3_per.DQN``):
+
+- Network: conv 16 filters 3x3 stride 1, ReLU, fully connected 128, ReLU, a linear output per action
+  (``MinAtarCNN`` as the features extractor, ``net_arch=[]``). Observations are 10x10xC booleans, cast to float by
+  SB3's preprocessing.
+- Batch 32, replay 100,000, gamma 0.99, a gradient step every frame once 5,000 frames are stored (uniformly random
+  actions before), the target network copied every 1,000 updates (SB3 counts env steps: with one update per frame,
+  the same).
+- Centered RMSProp, learning rate 2.5e-4, squared-gradient decay 0.95, epsilon 0.01; Huber loss (mean over the
+  batch); no gradient clipping (``max_grad_norm=inf``).
+- Epsilon-greedy exploration: 1.0 at frame 5,000, linearly to 0.1 at frame 105,000, 0.1 after
+  (``EpsilonSchedule``).
+- MinAtar's defaults: sticky actions with probability 0.1, difficulty ramping, the full action set of 6 actions
+  (their code plays ``minatar.Environment`` directly: the Gymnasium id ``MinAtar/<Game>-v0``; ``-v1`` would be the
+  minimal action set), no time limit on training episodes.
+- PER: proportional, alpha 0.6, priority epsilon 1e-5, new transitions at the largest priority so far (which starts
+  at 1), stratified sampling, importance-sampling weights ``(N P(i)) ** -beta`` divided by the batch's largest,
+  beta from 0.4 towards 1 by ``0.6 / (5,000,000 - 5,000)`` per sample (their 5M-frame schedule: at 1M frames beta
+  is about 0.52, as in their runs at that point).
+- Their metric: the exponential moving average (decay 0.99, starting at 0) of the training episodes' returns, read at
+  fixed frames (``train_return_ema``).
+
+Deviations (also on the results page):
+
+- PER's priority is ``(|TD error| + 1e-5) ** 0.6`` (Schaul et al. 2016; ``sb3_per``), theirs
+  ``(Huber loss + 1e-5) ** 0.6``: the same order of transitions, but ``0.5 |d| ** 2`` below 1 makes theirs sharper
+  (about ``|d| ** 1.2``) on small errors.
+- Seeds 0-4 (theirs 1-5; the generators differ anyway). Their replay samples without replacement within a batch,
+  SB3's with replacement (32 of up to 100,000: rarely a repeat).
+- Runs stop at ``total_frames`` (1M by default: their runs went to 5M, so their figures are read at our frames).
+- Added: a greedy evaluation of ``eval_episodes`` episodes at every logged frame, on fixed episode seeds (capped at
+  ``EVAL_MAX_FRAMES`` frames each); their code has none.
+
+Layout of the output directory (small files, committed as runs finish; any machine resumes from them)::
+
+    runs/{game}_{variant}_s{seed}/   config.json, progress.csv (SB3's logger at each logged frame), returns.csv
+                                     (written last: a run is finished when it holds every row it should)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import shutil
+import time
+import warnings
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pandas as pd
+import torch as th
+from gymnasium import spaces
+from stable_baselines3.common.buffers import ReplayBuffer
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.logger import configure
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+
+from comparison.experiment import write_csv_atomically
+from sb3_per import DQN, PrioritizedReplayBuffer
+
+#: The games, by the name runs use, and their Gymnasium ids (the full action set, as the authors' code).
+GAMES: dict[str, str] = {"breakout": "MinAtar/Breakout-v0", "seaquest": "MinAtar/Seaquest-v0"}
+#: Frames a greedy evaluation episode may last before it is cut (a policy that never loses would never end).
+EVAL_MAX_FRAMES = 10_000
+#: Seed of the first evaluation episode; episode ``i`` uses ``EVAL_SEED + i``, the same for every run.
+EVAL_SEED = 1_000_000
+#: Length of the authors' runs, over which their beta anneals.
+THEIR_TOTAL_FRAMES = 5_000_000
+
+RUNS_DIR = "runs"
+CONFIG_FILE = "config.json"
+PROGRESS_FILE = "progress.csv"
+RETURNS_FILE = "returns.csv"
+#: Columns of a run's ``returns.csv``: one row per logged frame (0, ``log_interval``, ..., ``total_frames``).
+RETURN_COLUMNS: tuple[str, ...] = (
+    "game",
+    "variant",
+    "seed",
+    "frame",
+    "train_episodes",
+    "train_return_ema",
+    "train_return_mean",
+    "eval_return_mean",
+    "eval_return_std",
+    "eval_episodes",
+)
+
+
+@dataclass(frozen=True)
+class DQNVariant:
+    """
+    How one variant of the study replays.
+
+    :param replay_buffer_class: ``sb3_per.DQN``'s ``replay_buffer_class``: None for SB3's ``ReplayBuffer``
+    :param model_kwargs: further keyword arguments of ``sb3_per.DQN`` (a replay scheme), made fresh for each run
+    """
+
+    replay_buffer_class: type[ReplayBuffer] | None
+    model_kwargs: Callable[[], dict[str, Any]] = dict
+
+    @property
+    def prioritized(self) -> bool:
+        """Whether the variant's buffer is prioritized (it then takes the PER settings of ``MinAtarConfig``)."""
+        return self.replay_buffer_class is not None
+
+
+#: The variants, in the order each seed runs them. ReLo-DQN is the one entry still to add, once ``sb3_per`` has the
+#: ``ReLo`` scheme: ``"relo": DQNVariant(PrioritizedReplayBuffer, lambda: {"replay_scheme": ReLo()})``.
+VARIANTS: dict[str, DQNVariant] = {
+    # DQN with SB3's uniform ReplayBuffer
+    "dqn": DQNVariant(None),
+    # Proportional PER (sb3_per's default DQN loss: IS-weighted Huber, priorities from |TD error|)
+    "per": DQNVariant(PrioritizedReplayBuffer),
+}
+
+
+def check_integer_fields(instance: Any, names: Iterable[str], minimum: int) -> None:
+    """
+    Raise ``ValueError``, naming the field and its value, unless each field ``names`` of ``instance`` is an integer
+    (not a bool) of at least ``minimum``.
+    """
+    for name in names:
+        value = getattr(instance, name)
+        if isinstance(value, bool) or int(value) != value or value < minimum:
+            raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class MinAtarConfig:
+    """
+    One run of the study: everything that determines it (the defaults are the ReLo authors' settings).
+
+    :param game: a key of ``GAMES``
+    :param variant: a key of ``VARIANTS``
+    :param seed: seed of the model, the training env and the replay sampling
+    :param total_frames: frames (env steps) to train for
+    :param log_interval: frames between logged rows (and evaluations); divides ``total_frames``
+    :param eval_episodes: greedy evaluation episodes per logged row (0: none)
+    :param batch_size: minibatch size
+    :param buffer_size: replay capacity
+    :param learning_starts: frames of uniformly random actions stored before the first gradient step
+    :param target_update_interval: frames between copies of the online network into the target network
+    :param learning_rate: RMSProp's step size
+    :param rmsprop_alpha: RMSProp's squared-gradient decay
+    :param rmsprop_eps: RMSProp's epsilon
+    :param gamma: discount factor
+    :param epsilon_start: exploration rate at ``learning_starts``
+    :param epsilon_end: exploration rate after ``learning_starts + epsilon_frames``
+    :param epsilon_frames: frames over which the exploration rate falls, from ``learning_starts``
+    :param alpha: priority exponent of the prioritized variants
+    :param beta_start: importance-sampling exponent at the first sample
+    :param beta_anneal_samples: samples over which beta reaches 1 (their 5M-frame runs' schedule)
+    :param priority_epsilon: added to each priority's base before the exponent
+    :param ema_decay: decay of the moving average of training returns
+    """
+
+    game: str = "breakout"
+    variant: str = "dqn"
+    seed: int = 0
+    total_frames: int = 1_000_000
+    log_interval: int = 50_000
+    eval_episodes: int = 10
+    batch_size: int = 32
+    buffer_size: int = 100_000
+    learning_starts: int = 5_000
+    target_update_interval: int = 1_000
+    learning_rate: float = 2.5e-4
+    rmsprop_alpha: float = 0.95
+    rmsprop_eps: float = 0.01
+    gamma: float = 0.99
+    epsilon_start: float = 1.0
+    epsilon_end: float = 0.1
+    epsilon_frames: int = 100_000
+    alpha: float = 0.6
+    beta_start: float = 0.4
+    beta_anneal_samples: int = THEIR_TOTAL_FRAMES - 5_000
+    priority_epsilon: float = 1e-5
+    ema_decay: float = 0.99
+
+    def __post_init__(self) -> None:
+        if self.game not in GAMES:
+            raise ValueError(f"game must be one of {sorted(GAMES)}, got {self.game!r}")
+        if self.variant not in VARIANTS:
+            raise ValueError(f"variant must be one of {sorted(VARIANTS)}, got {self.variant!r}")
+        positive = ("total_frames", "log_interval", "batch_size", "buffer_size", "target_update_interval")
+        check_integer_fields(self, (*positive, "epsilon_frames", "beta_anneal_samples"), minimum=1)
+        check_integer_fields(self, ("seed", "eval_episodes", "learning_starts"), minimum=0)
+        if self.total_frames % self.log_interval:
+            raise ValueError(f"log_interval={self.log_interval!r} must divide total_frames={self.total_frames!r}")
+        if self.learning_starts >= self.total_frames:
+            raise ValueError(
+                f"learning_starts must be below total_frames={self.total_frames}, got {self.learning_starts}"
+            )
+        for name in ("epsilon_start", "epsilon_end", "beta_start", "ema_decay"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)!r}")
+        for name in ("learning_rate", "rmsprop_eps", "alpha", "priority_epsilon"):
+            if not getattr(self, name) > 0.0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
+        if not 0.0 < self.gamma <= 1.0 or not 0.0 < self.rmsprop_alpha < 1.0:
+            raise ValueError(
+                f"gamma must be in (0, 1] and rmsprop_alpha in (0, 1), got {self.gamma}, {self.rmsprop_alpha}"
+            )
+
+    @property
+    def run_name(self) -> str:
+        """Name of the run's directory, e.g. ``breakout_per_s3``."""
+        return f"{self.game}_{self.variant}_s{self.seed}"
+
+    @property
+    def logged_frames(self) -> list[int]:
+        """The frames ``returns.csv`` holds a row for: 0, ``log_interval``, ..., ``total_frames``."""
+        return list(range(0, self.total_frames + 1, self.log_interval))
+
+    def to_json(self) -> str:
+        """The config as sorted JSON (what ``config.json`` holds)."""
+        return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> MinAtarConfig:
+        """
+        The config ``to_json`` wrote.
+
+        :raises ValueError: the text is not such a config
+        """
+        try:
+            return cls(**json.loads(text))
+        except (TypeError, json.JSONDecodeError) as error:
+            raise ValueError(f"not a MinAtarConfig: {error}") from None
+
+
+@dataclass(frozen=True)
+class EpsilonSchedule:
+    """
+    The authors' exploration rate as SB3's schedule (a function of the progress remaining, 1 -> 0): 1 until
+    ``start``, then linear to ``end`` over ``frames`` frames, then ``end``.
+
+    :param total_frames: frames of the run (progress 0)
+    :param start: frame at which the decay starts
+    :param frames: frames it lasts
+    :param initial: rate until ``start``
+    :param end: rate after it
+    """
+
+    total_frames: int
+    start: int
+    frames: int
+    initial: float
+    end: float
+
+    def __call__(self, progress_remaining: float) -> float:
+        frame = (1.0 - progress_remaining) * self.total_frames
+        fraction = min(1.0, max(0.0, (frame - self.start) / self.frames))
+        return self.initial + fraction * (self.end - self.initial)
+
+
+class MinAtarCNN(BaseFeaturesExtractor):
+    """
+    The authors' MinAtar network before its output layer: conv 16 filters 3x3 stride 1, ReLU, fully connected
+    ``features_dim`` units, ReLU. Takes SB3's float observations, channels last (N, 10, 10, C).
+
+    :param observation_space: a Box of shape (10, 10, C)
+    :param features_dim: units of the hidden fully connected layer
+    """
+
+    def __init__(self, observation_space: spaces.Box, features_dim: int = 128) -> None:
+        if len(observation_space.shape) != 3:
+            raise ValueError(f"observation_space must be (height, width, channels), got {observation_space.shape}")
+        super().__init__(observation_space, features_dim)
+        height, width, channels = observation_space.shape
+        self.conv = th.nn.Conv2d(channels, 16, kernel_size=3, stride=1)
+        self.hidden = th.nn.Linear(16 * (height - 2) * (width - 2), features_dim)
+
+    def forward(self, observations: th.Tensor) -> th.Tensor:
+        x = th.relu(self.conv(observations.permute(0, 3, 1, 2)))
+        return th.relu(self.hidden(x.flatten(start_dim=1)))
+
+
+def register_minatar() -> None:
+    """Register the MinAtar ids with Gymnasium (``minatar`` is an optional extra: GPL-3.0)."""
+    try:
+        import minatar.gym
+    except ImportError as missing:
+        raise ImportError('the MinAtar study needs MinAtar: pip install -e ".[minatar]"') from missing
+    if GAMES["breakout"] not in gym.registry:
+        minatar.gym.register_envs()
+    # Gymnasium calls -v0 out of date at every make: it is the full action set, the authors' choice, on purpose.
+    warnings.filterwarnings("ignore", message=r".*MinAtar/\w+-v0 is out of date", category=DeprecationWarning)
+
+
+def make_model(config: MinAtarConfig, env: Any) -> DQN:
+    """
+    ``sb3_per.DQN`` with the authors' settings for ``config`` on ``env`` (a VecEnv of one MinAtar env), on the CPU.
+    """
+    variant = VARIANTS[config.variant]
+    buffer_kwargs = (
+        dict(
+            alpha=config.alpha,
+            beta_start=config.beta_start,
+            beta_end=1.0,
+            beta_anneal_steps=config.beta_anneal_samples,
+            epsilon=config.priority_epsilon,
+            weight_normalization="batch",
+        )
+        if variant.prioritized
+        else None
+    )
+    model = DQN(
+        "MlpPolicy",
+        env,
+        learning_rate=config.learning_rate,
+        buffer_size=config.buffer_size,
+        learning_starts=config.learning_starts,
+        batch_size=config.batch_size,
+        tau=1.0,
+        gamma=config.gamma,
+        train_freq=1,
+        gradient_steps=1,
+        replay_buffer_class=variant.replay_buffer_class,
+        replay_buffer_kwargs=buffer_kwargs,
+        target_update_interval=config.target_update_interval,
+        exploration_initial_eps=config.epsilon_start,
+        exploration_final_eps=config.epsilon_end,
+        max_grad_norm=math.inf,
+        policy_kwargs=dict(
+            features_extractor_class=MinAtarCNN,
+            features_extractor_kwargs=dict(features_dim=128),
+            net_arch=[],
+            optimizer_class=th.optim.RMSprop,
+            optimizer_kwargs=dict(alpha=config.rmsprop_alpha, eps=config.rmsprop_eps, centered=True),
+        ),
+        seed=config.seed,
+        device="cpu",
+        **variant.model_kwargs(),
+    )
+    # SB3's linear schedule starts at frame 0; theirs at learning_starts.
+    model.exploration_schedule = EpsilonSchedule(
+        config.total_frames, config.learning_starts, config.epsilon_frames, config.epsilon_start, config.epsilon_end
+    )
+    return model
+
+
+def greedy_returns(model: Any, env: gym.Env, seeds: Sequence[int]) -> list[float]:
+    """
+    The return of one greedy episode of ``model`` per seed on ``env`` (cut after ``EVAL_MAX_FRAMES`` frames).
+
+    :param model: anything with SB3's ``predict``
+    :param env: one env (not vectorized)
+    :param seeds: the episodes' reset seeds
+    """
+    returns = []
+    for seed in seeds:
+        observation, _ = env.reset(seed=seed)
+        total, done, frames = 0.0, False, 0
+        while not done and frames < EVAL_MAX_FRAMES:
+            action, _ = model.predict(observation, deterministic=True)
+            observation, reward, terminated, truncated, _ = env.step(int(action))
+            total, done, frames = total + float(reward), terminated or truncated, frames + 1
+        returns.append(total)
+    return returns
+
+
+class ReturnLog(BaseCallback):
+    """
+    Keeps the training episodes' returns, their moving average as the authors log it, and at frame 0 and every
+    ``config.log_interval`` frames a row of ``RETURN_COLUMNS`` (with a greedy evaluation); dumps SB3's logger there.
+
+    :param config: the run
+    :param eval_env: the env of the greedy evaluations
+    """
+
+    def __init__(self, config: MinAtarConfig, eval_env: gym.Env) -> None:
+        super().__init__()
+        self.config, self.eval_env = config, eval_env
+        self.rows: list[dict[str, Any]] = []
+        self.episodes, self.ema = 0, 0.0
+        self._since_last: list[float] = []
+        self._started = time.monotonic()
+
+    def _log_row(self) -> None:
+        seeds = range(EVAL_SEED, EVAL_SEED + self.config.eval_episodes)
+        evaluation = greedy_returns(self.model, self.eval_env, seeds)
+        self.rows.append(
+            {
+                "game": self.config.game,
+                "variant": self.config.variant,
+                "seed": self.config.seed,
+                "frame": self.num_timesteps,
+                "train_episodes": self.episodes,
+                "train_return_ema": self.ema,
+                "train_return_mean": float(np.mean(self._since_last)) if self._since_last else math.nan,
+                "eval_return_mean": float(np.mean(evaluation)) if evaluation else math.nan,
+                "eval_return_std": float(np.std(evaluation)) if evaluation else math.nan,
+                "eval_episodes": len(evaluation),
+            }
+        )
+        self._since_last = []
+        self.logger.record("time/frames_per_second", self.num_timesteps / (time.monotonic() - self._started))
+        self.logger.record("rollout/train_return_ema", self.ema)
+        self.logger.record("eval/return_mean", self.rows[-1]["eval_return_mean"])
+        self.logger.dump(self.num_timesteps)
+
+    def _on_training_start(self) -> None:
+        self._log_row()
+
+    def _on_step(self) -> bool:
+        for done, info in zip(self.locals["dones"], self.locals["infos"], strict=True):
+            if done:
+                episode_return = float(info["episode"]["r"])
+                self.episodes += 1
+                self.ema = self.config.ema_decay * self.ema + (1.0 - self.config.ema_decay) * episode_return
+                self._since_last.append(episode_return)
+        if self.num_timesteps % self.config.log_interval == 0:
+            self._log_row()
+        return True
+
+
+def train_minatar_run(config: MinAtarConfig, run_dir: Path) -> pd.DataFrame:
+    """
+    Train and log one run into ``run_dir`` (emptied first): ``config.json``, ``progress.csv``, then ``returns.csv``.
+
+    :param config: the run
+    :param run_dir: its directory
+    :return: its ``returns.csv`` rows
+    """
+    register_minatar()
+    run_dir = Path(run_dir)
+    shutil.rmtree(run_dir, ignore_errors=True)  # what an unfinished attempt left
+    run_dir.mkdir(parents=True)
+    (run_dir / CONFIG_FILE).write_text(config.to_json())
+    env = make_vec_env(GAMES[config.game], n_envs=1, seed=config.seed)
+    model = make_model(config, env)
+    model.set_logger(configure(str(run_dir), ["csv"]))
+    log = ReturnLog(config, gym.make(GAMES[config.game]))
+    model.learn(config.total_frames, callback=log, log_interval=None)  # type: ignore[arg-type]
+    rows = pd.DataFrame(log.rows, columns=list(RETURN_COLUMNS))
+    check_returns(rows, config, run_dir / RETURNS_FILE)
+    write_csv_atomically(rows, run_dir / RETURNS_FILE)
+    return rows
+
+
+def check_returns(rows: pd.DataFrame, config: MinAtarConfig, source: Path | str) -> None:
+    """
+    Check that ``rows`` are a finished run of ``config``: the columns ``RETURN_COLUMNS``, one row per logged frame,
+    in order, of that game, variant and seed, finite moving averages, and the evaluation episodes asked for.
+
+    :raises ValueError: naming ``source`` and what is wrong
+    """
+    missing = [column for column in RETURN_COLUMNS if column not in rows.columns]
+    if missing:
+        raise ValueError(f"{source} lacks the columns {missing}")
+    if list(rows["frame"]) != config.logged_frames:
+        raise ValueError(f"{source} holds frames {list(rows['frame'])}, expected {config.logged_frames}")
+    labels = rows[["game", "variant", "seed"]].drop_duplicates().values.tolist()
+    if labels != [[config.game, config.variant, config.seed]]:
+        raise ValueError(f"{source} holds rows of {labels}, expected {config.run_name}")
+    if not np.isfinite(rows["train_return_ema"].to_numpy(dtype=float)).all():
+        raise ValueError(f"{source} has a missing or infinite train_return_ema")
+    if (rows["eval_episodes"] != config.eval_episodes).any():
+        raise ValueError(f"{source} has rows without {config.eval_episodes} evaluation episodes")
+
+
+def run_dir(out_dir: Path, config: MinAtarConfig) -> Path:
+    """Directory of ``config``'s run inside ``out_dir``."""
+    return Path(out_dir) / RUNS_DIR / config.run_name
+
+
+def finished_returns(out_dir: Path, config: MinAtarConfig) -> pd.DataFrame | None:
+    """
+    The rows of ``config``'s run in ``out_dir`` if it has finished, None if it has not (no directory, or one that an
+    interrupted attempt left: no ``returns.csv``, or one that is incomplete).
+
+    :raises ValueError: the directory holds that run with other settings (delete it, or use another ``out_dir``)
+    """
+    directory = run_dir(out_dir, config)
+    config_path = directory / CONFIG_FILE
+    if not config_path.exists():
+        return None
+    try:
+        stored = MinAtarConfig.from_json(config_path.read_text())
+    except ValueError:
+        stored = None
+    if stored != config:
+        raise ValueError(
+            f"{config_path} was written with other settings than this study's: delete it or use another out_dir"
+        )
+    try:
+        rows = pd.read_csv(directory / RETURNS_FILE)
+        check_returns(rows, config, directory / RETURNS_FILE)
+    except (OSError, ValueError, pd.errors.ParserError):
+        return None
+    return rows
+
+
+def plan_runs(
+    games: Iterable[str], variants: Iterable[str], seeds: Iterable[int], **settings: Any
+) -> list[MinAtarConfig]:
+    """
+    One config per (seed, game, variant), seeds outermost, so that a partial study stays paired.
+
+    :param games: keys of ``GAMES``
+    :param variants: keys of ``VARIANTS``
+    :param seeds: the seeds
+    :param settings: further ``MinAtarConfig`` fields (e.g. ``total_frames``)
+    """
+    return [
+        MinAtarConfig(game=game, variant=variant, seed=seed, **settings)
+        for seed in seeds
+        for game in games
+        for variant in variants
+    ]
+
+
+@dataclass
+class StudyProgress:
+    """
+    What ``run_study`` did.
+
+    :param trained: the runs it trained, by name
+    :param pending: the runs of the plan still unfinished after it, by name
+    """
+
+    trained: list[str] = field(default_factory=list)
+    pending: list[str] = field(default_factory=list)
+
+
+def run_study(
+    configs: Sequence[MinAtarConfig],
+    out_dir: Path,
+    max_runs: int | None = None,
+    announce: Callable[[str], None] = print,
+) -> StudyProgress:
+    """
+    Train the unfinished runs of ``configs`` in order, one at a time in this process with one torch thread.
+
+    :param configs: the plan
+    :param out_dir: the study's directory
+    :param max_runs: train at most this many runs, then stop (None: all)
+    :param announce: called with a line as each run starts and ends
+    :return: the runs trained and those still pending
+    """
+    if max_runs is not None and max_runs < 1:
+        raise ValueError(f"max_runs must be a positive integer or None, got {max_runs!r}")
+    names = [config.run_name for config in configs]
+    if len(set(names)) != len(names):
+        raise ValueError(f"each run may appear once in the plan, got {names}")
+    pending = [config for config in configs if finished_returns(out_dir, config) is None]
+    th.set_num_threads(1)
+    progress = StudyProgress()
+    for config in pending[:max_runs]:
+        announce(f"run {config.run_name}: training {config.total_frames} frames")
+        started = time.monotonic()
+        rows = train_minatar_run(config, run_dir(out_dir, config))
+        final = rows.iloc[-1]
+        announce(
+            f"run {config.run_name}: done in {time.monotonic() - started:.0f} s, "
+            f"train_return_ema {final['train_return_ema']:.2f}, eval_return_mean {final['eval_return_mean']:.2f}"
+        )
+        progress.trained.append(config.run_name)
+    progress.pending = [config.run_name for config in configs if finished_returns(out_dir, config) is None]
+    return progress
+
+
+def collect_returns(configs: Sequence[MinAtarConfig], out_dir: Path) -> pd.DataFrame:
+    """The ``returns.csv`` rows of the finished runs of ``configs``, in plan order (empty with the columns if none)."""
+    frames = [rows for rows in (finished_returns(out_dir, config) for config in configs) if rows is not None]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(RETURN_COLUMNS))

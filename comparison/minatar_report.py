@@ -1,0 +1,266 @@
+"""
+The MinAtar study's report and command line (``scripts/minatar_study.py``): learning curves, scores at fixed frames with
+IQMs and bootstrap intervals (``comparison.statistics``), same-seed comparisons against DQN, and a verdict on whether
+the ReLo authors' released results are reproduced.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from comparison.experiment import write_csv_atomically
+from comparison.minatar import (
+    GAMES,
+    VARIANTS,
+    MinAtarConfig,
+    collect_returns,
+    finished_returns,
+    plan_runs,
+    run_study,
+)
+from comparison.statistics import (
+    DEFAULT_BOOTSTRAP,
+    bootstrap_ci,
+    iqm,
+    keyed_generator,
+    paired_mean_difference_ci,
+    relative_difference_ci,
+    same_seed_comparison,
+)
+
+DEFAULT_OUT_DIR = Path("docs/results/minatar")
+RETURNS_TABLE = "returns.csv"
+SUMMARY_FILE = "summary.md"
+CURVES_FILE = "learning_curves.png"
+#: The reference variant of every comparison.
+REFERENCE = "dqn"
+#: The ReLo authors' released MinAtar results (``MinAtar/results/baseline_avg_return.jsonl``): mean over their 5 seeds
+#: of the moving average of training returns, by game, variant and frame ("rho_dqn" there is ReLo).
+PUBLISHED: dict[tuple[str, str], dict[int, float]] = {
+    ("breakout", "dqn"): {500_000: 6.94, 1_000_000: 7.87, 2_000_000: 8.58},
+    ("breakout", "per"): {500_000: 8.91, 1_000_000: 10.40, 2_000_000: 10.58},
+    ("breakout", "relo"): {500_000: 6.10, 1_000_000: 7.16, 2_000_000: 7.58},
+    ("seaquest", "dqn"): {500_000: 0.90, 1_000_000: 3.10, 2_000_000: 14.02},
+    ("seaquest", "per"): {500_000: 0.63, 1_000_000: 0.49, 2_000_000: 1.62},
+    ("seaquest", "relo"): {500_000: 0.80, 1_000_000: 1.33, 2_000_000: 7.27},
+}
+#: The metrics the report compares: the authors' (the moving average of training returns) and the greedy evaluation.
+METRICS = {"train_return_ema": "training return, EMA 0.99 (theirs)", "eval_return_mean": "greedy evaluation return"}
+COLORS = {"dqn": "black", "per": "tab:red", "relo": "tab:blue"}
+
+
+def scores_at(returns: pd.DataFrame, frame: int, metric: str) -> dict[tuple[str, str], dict[int, float]]:
+    """``metric`` at ``frame`` of each (game, variant), by seed."""
+    rows = returns[returns["frame"] == frame]
+    return {
+        (str(game), str(variant)): dict(zip(group["seed"].astype(int), group[metric].astype(float), strict=True))
+        for (game, variant), group in rows.groupby(["game", "variant"], sort=False)
+    }
+
+
+def direction_verdict(low: float, high: float, expected_sign: int) -> str:
+    """
+    Whether an interval of a difference shows the published direction: ``"reproduced"`` if it lies wholly on the
+    side of ``expected_sign`` (+1 or -1), ``"contradicted"`` if wholly on the other, ``"undecided"`` if it holds 0.
+    """
+    if expected_sign not in (1, -1):
+        raise ValueError(f"expected_sign must be 1 or -1, got {expected_sign!r}")
+    if low > 0 or high < 0:
+        return "reproduced" if (low > 0) == (expected_sign > 0) else "contradicted"
+    return "undecided"
+
+
+def _cell(value: float, interval: tuple[float, float]) -> str:
+    return f"{value:.2f} [{interval[0]:.2f}, {interval[1]:.2f}]"
+
+
+def score_table(returns: pd.DataFrame, frame: int, metric: str, seed: int = 0) -> list[str]:
+    """Markdown rows: each game and variant's seeds, IQM with its bootstrap interval, mean, and published mean."""
+    lines = [
+        f"| game | variant | seeds | IQM [{DEFAULT_BOOTSTRAP.level} CI] | mean | per seed | published mean |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for (game, variant), by_seed in scores_at(returns, frame, metric).items():
+        values = np.array([by_seed[s] for s in sorted(by_seed)])
+        interval = bootstrap_ci(values, iqm, rng=keyed_generator(seed, game, variant, metric, str(frame)))
+        published = PUBLISHED.get((game, variant), {}).get(frame)
+        reference = f"{published:.2f}" if published is not None and metric == "train_return_ema" else "-"
+        per_seed = ", ".join(f"{by_seed[s]:.1f}" for s in sorted(by_seed))
+        lines.append(
+            f"| {game} | {variant} | {len(values)} | {_cell(iqm(values), interval)} | {values.mean():.2f} "
+            f"| {per_seed} | {reference} |"
+        )
+    return lines
+
+
+def comparison_table(returns: pd.DataFrame, frame: int, metric: str, seed: int = 0) -> list[str]:
+    """
+    Markdown rows: each variant against DQN on the same game: IQM difference (relative) with intervals, the
+    same-seed split and sign test, the paired mean difference, and, for the authors' metric at a frame they
+    published, the verdict on their direction.
+    """
+    scores = scores_at(returns, frame, metric)
+    lines = [
+        "| game | variant vs dqn | IQM difference [CI] | relative [CI] | same seed: above/below (sign test p) "
+        "| paired mean difference [CI] | published difference | verdict |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for (game, variant), by_seed in scores.items():
+        reference = scores.get((game, REFERENCE))
+        if variant == REFERENCE or reference is None:
+            continue
+        key = (game, variant, metric, str(frame))
+        difference = relative_difference_ci(
+            list(reference.values()), list(by_seed.values()), rng=keyed_generator(seed, "iqm", *key)
+        )
+        split = same_seed_comparison(reference, by_seed)
+        shared = set(reference) & set(by_seed)
+        paired = (
+            _cell(*paired_mean_difference_ci(reference, by_seed, rng=keyed_generator(seed, "paired", *key)))
+            if shared
+            else "-"
+        )
+        published = PUBLISHED.get((game, variant), {}).get(frame)
+        published_reference = PUBLISHED.get((game, REFERENCE), {}).get(frame)
+        if metric == "train_return_ema" and published is not None and published_reference is not None:
+            gap = published - published_reference
+            published_text = f"{gap:+.2f}"
+            verdict = direction_verdict(*difference.absolute_ci, expected_sign=1 if gap > 0 else -1)
+        else:
+            published_text, verdict = "-", "-"
+        relative = _cell(difference.relative, difference.relative_ci) if difference.relative_defined else "-"
+        lines.append(
+            f"| {game} | {variant} | {_cell(difference.absolute, difference.absolute_ci)} | {relative} "
+            f"| {split.above}/{split.below} (p={split.p_value:.3f}) | {paired} | {published_text} | {verdict} |"
+        )
+    return lines
+
+
+def plot_curves(returns: pd.DataFrame, path: Path) -> None:
+    """
+    One column per game: the moving average of training returns (top) and the greedy evaluation (bottom) against
+    frames, each variant's mean over seeds with its min-max band, and the published means as points.
+    """
+    games = list(dict.fromkeys(returns["game"]))
+    fig = Figure(figsize=(5.5 * len(games), 7))
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(2, len(games), squeeze=False)
+    for column, game in enumerate(games):
+        for row, (metric, label) in enumerate(METRICS.items()):
+            ax = axes[row][column]
+            for variant, group in returns[returns["game"] == game].groupby("variant", sort=False):
+                curves = group.pivot(index="frame", columns="seed", values=metric)
+                color = COLORS.get(str(variant))
+                ax.plot(curves.index, curves.mean(axis=1), color=color, label=f"{variant} ({curves.shape[1]} seeds)")
+                ax.fill_between(curves.index, curves.min(axis=1), curves.max(axis=1), color=color, alpha=0.15)
+                published = PUBLISHED.get((game, str(variant)), {})
+                shown = {frame: value for frame, value in published.items() if frame <= curves.index.max()}
+                if row == 0 and shown:
+                    ax.plot(list(shown), list(shown.values()), "o", mfc="none", color=color)
+            ax.set(title=f"{game}: {label}", xlabel="frames", ylabel="return")
+            ax.title.set_fontsize(9)
+            ax.grid(True, alpha=0.3)
+            ax.legend(fontsize=7)
+    fig.suptitle("sb3_per DQN on MinAtar: mean over seeds, band min-max; circles: the ReLo authors' released means")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def write_report(configs: Sequence[MinAtarConfig], out_dir: Path, command: str) -> Path:
+    """
+    Write ``returns.csv`` (all finished runs), ``learning_curves.png`` and ``summary.md`` into ``out_dir``.
+
+    :param configs: the planned runs (the finished ones are reported)
+    :param out_dir: the study's directory
+    :param command: the command that reproduces the study, quoted in the summary
+    :return: the summary's path
+    """
+    out_dir = Path(out_dir)
+    returns = collect_returns(configs, out_dir)
+    write_csv_atomically(returns, out_dir / RETURNS_TABLE)
+    finished = returns[["game", "variant", "seed"]].drop_duplicates()
+    lines = [
+        "# MinAtar: sb3_per's DQN and PER-DQN against the ReLo authors' released results",
+        "",
+        "Written by `scripts/minatar_study.py`; the settings and their deviations are in `comparison/minatar.py`'s "
+        "docstring and in README.md here.",
+        "",
+        f"Command: `{command}`",
+        "",
+        f"Finished runs: {len(finished)} of {len(configs)} planned.",
+    ]
+    if returns.empty:
+        (out_dir / SUMMARY_FILE).write_text("\n".join([*lines, ""]))
+        return out_dir / SUMMARY_FILE
+    plot_curves(returns, out_dir / CURVES_FILE)
+    lines += ["", f"![learning curves]({CURVES_FILE})"]
+    last = int(returns["frame"].max())
+    frames = sorted({frame for published in PUBLISHED.values() for frame in published if frame < last} | {last})
+    for metric, label in METRICS.items():
+        for frame in frames:
+            lines += ["", f"## {label} at {frame:,} frames", "", *score_table(returns, frame, metric)]
+            lines += ["", *comparison_table(returns, frame, metric)]
+    lines += [
+        "",
+        "IQM: mean of the middle half of the seeds (with 5 seeds, of the middle 3); intervals: percentile bootstrap "
+        f"over seeds, {DEFAULT_BOOTSTRAP.n_resamples} resamples. Verdict: 'reproduced' when the interval of the IQM "
+        "difference lies wholly on the published side of 0, 'contradicted' on the other, 'undecided' when it holds 0.",
+        "",
+    ]
+    path = out_dir / SUMMARY_FILE
+    path.write_text("\n".join(lines))
+    return path
+
+
+def minatar_main(argv: list[str] | None = None) -> int:
+    """
+    Command line of ``scripts/minatar_study.py``: ``run`` trains the unfinished runs of the plan (in order, one at a
+    time) and writes the report; ``report`` only writes it; ``pending`` prints how many runs are unfinished.
+
+    :param argv: arguments (``sys.argv[1:]`` when None)
+    :return: the exit status
+    """
+    parser = argparse.ArgumentParser(description="DQN, PER-DQN (and ReLo-DQN) on MinAtar, resumable.")
+    parser.add_argument("action", choices=("run", "report", "pending"))
+    parser.add_argument("--games", nargs="+", choices=sorted(GAMES), default=list(GAMES))
+    parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
+    parser.add_argument("--seeds", type=int, default=5, help="seeds 0 .. N-1")
+    parser.add_argument("--frames", type=int, default=1_000_000, help="frames per run")
+    parser.add_argument("--log-interval", type=int, default=50_000, help="frames between logged rows")
+    parser.add_argument("--eval-episodes", type=int, default=10, help="greedy episodes per logged row")
+    parser.add_argument("--max-runs", type=int, default=None, help="train at most this many runs, then report")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT_DIR)
+    args = parser.parse_args(argv)
+    if args.seeds < 1:
+        parser.error(f"--seeds must be a positive integer, got {args.seeds}")
+    configs = plan_runs(
+        args.games,
+        args.variants,
+        range(args.seeds),
+        total_frames=args.frames,
+        log_interval=args.log_interval,
+        eval_episodes=args.eval_episodes,
+    )
+    if args.action == "pending":
+        print(sum(finished_returns(args.out, config) is None for config in configs))
+        return 0
+    if args.action == "run":
+        progress = run_study(configs, args.out, max_runs=args.max_runs)
+        print(f"trained {len(progress.trained)} run(s); {len(progress.pending)} pending", flush=True)
+    command = shlex.join(
+        [
+            *("python", "scripts/minatar_study.py", "run", "--games", *args.games, "--variants", *args.variants),
+            *("--seeds", str(args.seeds), "--frames", str(args.frames), "--log-interval", str(args.log_interval)),
+            *("--eval-episodes", str(args.eval_episodes), "--out", str(args.out)),
+        ]
+    )
+    print(f"report: {write_report(configs, args.out, command)}")
+    return 0

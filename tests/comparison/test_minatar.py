@@ -1,0 +1,192 @@
+"""The MinAtar study on a tiny budget: the pipeline end to end, the authors' settings, and resume's checks."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch as th
+from stable_baselines3.common.buffers import ReplayBuffer
+from stable_baselines3.common.env_util import make_vec_env
+
+from comparison.minatar import (
+    CONFIG_FILE,
+    GAMES,
+    PROGRESS_FILE,
+    RETURN_COLUMNS,
+    RETURNS_FILE,
+    EpsilonSchedule,
+    MinAtarConfig,
+    finished_returns,
+    make_model,
+    plan_runs,
+    register_minatar,
+    run_dir,
+    run_study,
+)
+from comparison.minatar_report import (
+    CURVES_FILE,
+    RETURNS_TABLE,
+    direction_verdict,
+    minatar_main,
+    write_report,
+)
+from sb3_per import PrioritizedReplayBuffer
+
+# A few hundred frames: enough for gradient steps, target copies and three logged rows, not for learning.
+TINY = dict(
+    total_frames=400,
+    log_interval=200,
+    eval_episodes=1,
+    learning_starts=100,
+    buffer_size=1_000,
+    target_update_interval=50,
+)
+
+
+def tiny_plan(seeds: range = range(1)) -> list[MinAtarConfig]:
+    return plan_runs(list(GAMES), ["dqn", "per"], seeds, **TINY)
+
+
+@pytest.fixture(scope="module")
+def tiny_study(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Both games and variants, one seed, trained once for the module's tests."""
+    out_dir = tmp_path_factory.mktemp("minatar")
+    run_study(tiny_plan(), out_dir, announce=lambda line: None)
+    return out_dir
+
+
+def test_a_tiny_study_finishes_every_run_with_a_row_per_logged_frame(tiny_study: Path) -> None:
+    for config in tiny_plan():
+        rows = finished_returns(tiny_study, config)
+        assert rows is not None
+        assert list(rows.columns) == list(RETURN_COLUMNS)
+        assert list(rows["frame"]) == [0, 200, 400]
+        assert rows["train_episodes"].is_monotonic_increasing
+        assert (rows["eval_episodes"] == 1).all()
+        directory = run_dir(tiny_study, config)
+        assert len(pd.read_csv(directory / PROGRESS_FILE)) == 3  # SB3's logger, dumped at the logged frames only
+        assert sum(path.stat().st_size for path in directory.iterdir()) < 20_000
+
+
+def test_a_finished_study_trains_nothing_when_run_again(tiny_study: Path) -> None:
+    before = {path: path.stat().st_mtime_ns for path in tiny_study.rglob("*")}
+    progress = run_study(tiny_plan(), tiny_study, announce=lambda line: None)
+    assert progress.trained == [] and progress.pending == []
+    assert {path: path.stat().st_mtime_ns for path in tiny_study.rglob("*")} == before
+
+
+def test_the_report_covers_every_finished_run_with_its_curves(tiny_study: Path, tmp_path: Path) -> None:
+    summary = write_report(tiny_plan(range(2)), tiny_study, command="python scripts/minatar_study.py run")
+    text = summary.read_text()
+    assert "Finished runs: 4 of 8 planned." in text
+    assert "| breakout | per | 1 |" in text and "| seaquest | dqn | 1 |" in text
+    assert (tiny_study / CURVES_FILE).stat().st_size > 0
+    assert len(pd.read_csv(tiny_study / RETURNS_TABLE)) == 4 * 3
+
+
+def test_the_command_line_counts_pending_runs_and_refuses_other_settings_runs(
+    tiny_study: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert minatar_main(["pending", "--seeds", "2", "--out", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.strip() == "8"  # 2 seeds x 2 games x 2 variants
+    # The tiny runs were written with other settings than the command line's (the authors' learning_starts...).
+    with pytest.raises(ValueError, match="other settings"):
+        minatar_main(["pending", "--out", str(tiny_study)])
+    # 400 frames are below the authors' 5,000 random frames: no such config can be built.
+    with pytest.raises(ValueError, match="learning_starts"):
+        minatar_main(["pending", "--frames", "400", "--log-interval", "200", "--out", str(tmp_path / "new")])
+
+
+def test_a_run_that_an_interrupted_attempt_left_is_trained_again(tmp_path: Path) -> None:
+    config = replace(tiny_plan()[0])
+    directory = run_dir(tmp_path, config)
+    directory.mkdir(parents=True)
+    (directory / CONFIG_FILE).write_text(config.to_json())
+    (directory / PROGRESS_FILE).write_text("half a log")
+    assert finished_returns(tmp_path, config) is None
+    progress = run_study([config], tmp_path, announce=lambda line: None)
+    assert progress.trained == [config.run_name]
+    assert finished_returns(tmp_path, config) is not None
+
+
+def test_a_returns_file_missing_its_last_row_is_not_a_finished_run(tiny_study: Path, tmp_path: Path) -> None:
+    config = tiny_plan()[0]
+    source, target = run_dir(tiny_study, config), run_dir(tmp_path, config)
+    target.mkdir(parents=True)
+    (target / CONFIG_FILE).write_text((source / CONFIG_FILE).read_text())
+    rows = pd.read_csv(source / RETURNS_FILE)
+    rows.iloc[:-1].to_csv(target / RETURNS_FILE, index=False)
+    assert finished_returns(tmp_path, config) is None
+    rows.assign(seed=7).to_csv(target / RETURNS_FILE, index=False)  # another run's rows
+    assert finished_returns(tmp_path, config) is None
+    rows.to_csv(target / RETURNS_FILE, index=False)
+    assert finished_returns(tmp_path, config) is not None
+
+
+def test_a_run_written_with_other_settings_raises_rather_than_mixing(tiny_study: Path, tmp_path: Path) -> None:
+    config = tiny_plan()[0]
+    directory = run_dir(tmp_path, config)
+    directory.mkdir(parents=True)
+    (directory / CONFIG_FILE).write_text(replace(config, learning_rate=1e-3).to_json())
+    with pytest.raises(ValueError, match="other settings"):
+        finished_returns(tmp_path, config)
+    with pytest.raises(ValueError, match="other settings"):
+        run_study([config], tmp_path, announce=lambda line: None)
+
+
+def test_the_config_round_trips_through_json_and_rejects_bad_values() -> None:
+    config = MinAtarConfig(game="seaquest", variant="per", seed=3)
+    assert MinAtarConfig.from_json(config.to_json()) == config
+    assert json.loads(config.to_json())["beta_anneal_samples"] == 4_995_000
+    for field, value in [("game", "pong"), ("variant", "rank"), ("seed", -1), ("log_interval", 300_000)]:
+        with pytest.raises(ValueError, match=field):
+            MinAtarConfig(**{field: value})
+    with pytest.raises(ValueError, match="not a MinAtarConfig"):
+        MinAtarConfig.from_json('{"colour": 1}')
+
+
+def test_exploration_is_one_until_learning_starts_then_falls_linearly_to_its_floor() -> None:
+    schedule = EpsilonSchedule(total_frames=1_000_000, start=5_000, frames=100_000, initial=1.0, end=0.1)
+
+    def at(frame: int) -> float:
+        return schedule(1.0 - frame / 1_000_000)
+
+    assert at(0) == at(5_000) == 1.0
+    assert at(55_000) == pytest.approx(0.55)
+    assert at(105_000) == pytest.approx(0.1) and at(900_000) == pytest.approx(0.1)
+
+
+@pytest.mark.parametrize("game", list(GAMES))
+def test_the_model_has_the_authors_network_optimizer_and_replay(game: str) -> None:
+    register_minatar()
+    env = make_vec_env(GAMES[game], n_envs=1, seed=0)
+    channels = env.observation_space.shape[-1]
+    assert env.action_space.n == 6  # the full action set, as their minatar.Environment
+    dqn = make_model(MinAtarConfig(game=game, variant="dqn"), env)
+    shapes = [tuple(parameter.shape) for parameter in dqn.q_net.parameters()]
+    assert shapes == [(16, channels, 3, 3), (16,), (128, 16 * 8 * 8), (128,), (6, 128), (6,)]
+    optimizer = dqn.policy.optimizer
+    assert isinstance(optimizer, th.optim.RMSprop)
+    group = optimizer.param_groups[0]
+    assert (group["lr"], group["alpha"], group["eps"], group["centered"]) == (2.5e-4, 0.95, 0.01, True)
+    assert type(dqn.replay_buffer) is ReplayBuffer and dqn.replay_buffer.buffer_size == 100_000
+    assert (dqn.batch_size, dqn.target_update_interval, dqn.learning_starts) == (32, 1_000, 5_000)
+    per = make_model(MinAtarConfig(game=game, variant="per"), env).replay_buffer
+    assert isinstance(per, PrioritizedReplayBuffer)
+    assert (per.alpha, per.epsilon, per.beta_anneal_steps, per.weight_normalization) == (0.6, 1e-5, 4_995_000, "batch")
+    q_values = dqn.q_net(th.as_tensor(np.zeros((1, 10, 10, channels), dtype=np.float32)))
+    assert q_values.shape == (1, 6)
+
+
+def test_a_verdict_follows_the_side_of_zero_the_interval_lies_on() -> None:
+    assert direction_verdict(0.5, 2.0, expected_sign=1) == "reproduced"
+    assert direction_verdict(-3.0, -0.1, expected_sign=-1) == "reproduced"
+    assert direction_verdict(0.5, 2.0, expected_sign=-1) == "contradicted"
+    assert direction_verdict(-0.5, 2.0, expected_sign=1) == "undecided"
+    with pytest.raises(ValueError, match="expected_sign"):
+        direction_verdict(0.0, 1.0, expected_sign=0)
