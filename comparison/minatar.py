@@ -1,5 +1,5 @@
 """
-Deep-RL control: DQN, PER-DQN (and ReLo-DQN once ``sb3_per`` has it) on MinAtar Breakout and Seaquest, with the
+Deep-RL control: DQN, PER-DQN and ReLo-DQN on MinAtar Breakout and Seaquest, with the
 settings of the ReLo authors' MinAtar code (github.com/shivakanthsujit/reducible-loss, ``MinAtar/examples/dqn.py``,
 ``per_dqn.py``, ``relo_dqn.py``, ``per_buffer.py``), where their released results show PER-DQN ahead of DQN on
 Breakout and collapsing on Seaquest.
@@ -28,9 +28,9 @@ Their settings, kept here in Stable-Baselines3's terms (``sb3_per.DQN``):
 
 Deviations (also on the results page):
 
-- PER's priority is ``(|TD error| + 1e-5) ** 0.6`` (Schaul et al. 2016; ``sb3_per``), theirs
-  ``(Huber loss + 1e-5) ** 0.6``: the same order of transitions, but ``0.5 |d| ** 2`` below 1 makes theirs sharper
-  (about ``|d| ** 1.2``) on small errors.
+- PER's priority is theirs, ``(Huber loss + 1e-5) ** 0.6`` (``PER(priority="loss")``), not Schaul et al.'s
+  ``(|TD error| + 1e-5) ** 0.6`` (``sb3_per``'s default); ReLo-DQN is ``sb3_per.ReLo`` (``relu(Huber_online -
+  Huber_target)``, the same buffer settings).
 - Seeds 0-4 (theirs 1-5; the generators differ anyway). Their replay samples without replacement within a batch,
   SB3's with replacement (32 of up to 100,000: rarely a repeat).
 - Runs stop at ``total_frames`` (1M by default: their runs went to 5M, so their figures are read at our frames).
@@ -68,7 +68,7 @@ from stable_baselines3.common.logger import configure
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 
 from comparison.experiment import write_csv_atomically
-from sb3_per import DQN, PrioritizedReplayBuffer
+from sb3_per import DQN, PER, PrioritizedReplayBuffer, ReLo
 
 #: The games, by the name runs use, and their Gymnasium ids (the full action set, as the authors' code).
 GAMES: dict[str, str] = {"breakout": "MinAtar/Breakout-v0", "seaquest": "MinAtar/Seaquest-v0"}
@@ -116,13 +116,14 @@ class DQNVariant:
         return self.replay_buffer_class is not None
 
 
-#: The variants, in the order each seed runs them. ReLo-DQN is the one entry still to add, once ``sb3_per`` has the
-#: ``ReLo`` scheme: ``"relo": DQNVariant(PrioritizedReplayBuffer, lambda: {"replay_scheme": ReLo()})``.
+#: The variants, in the order each seed runs them.
 VARIANTS: dict[str, DQNVariant] = {
     # DQN with SB3's uniform ReplayBuffer
     "dqn": DQNVariant(None),
-    # Proportional PER (sb3_per's default DQN loss: IS-weighted Huber, priorities from |TD error|)
-    "per": DQNVariant(PrioritizedReplayBuffer),
+    # Proportional PER as the authors' PER-DQN: IS-weighted Huber loss, priorities from the Huber loss itself
+    "per": DQNVariant(PrioritizedReplayBuffer, lambda: {"replay_scheme": PER(priority="loss")}),
+    # ReLo-DQN: PER's sampling and weights, priorities relu(Huber online - Huber target)
+    "relo": DQNVariant(PrioritizedReplayBuffer, lambda: {"replay_scheme": ReLo()}),
 }
 
 

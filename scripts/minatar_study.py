@@ -1,5 +1,5 @@
 """
-DQN, PER-DQN (and ReLo-DQN once sb3_per has it) on MinAtar Breakout and Seaquest with the ReLo authors' settings
+DQN, PER-DQN and ReLo-DQN on MinAtar Breakout and Seaquest with the ReLo authors' settings
 (see comparison/minatar.py), resumable: runs go into docs/results/minatar/runs/ one at a time, and a rerun trains only
 the unfinished ones. Needs the GPL-licensed MinAtar: pip install -e ".[minatar]".
 

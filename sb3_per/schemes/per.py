@@ -7,20 +7,26 @@ from dataclasses import dataclass
 from functools import partial
 from typing import ClassVar
 
+import torch as th
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.logger import Logger
 
 from sb3_per.buffers import PrioritizedBufferMixin
-from sb3_per.checks import checked_bool
+from sb3_per.checks import checked_bool, checked_choice
 from sb3_per.schemes.base import (
     PRIORITY_LOGGER_KEYS,
     AlgorithmLoss,
     BatchSource,
+    Critics,
+    CriticStep,
     ReplayScheme,
     ReplayUpdate,
     TrainingCallRecord,
     log_importance_sampling_statistics,
 )
+
+#: What PER's priorities can be made of (see ``PER``)
+PER_PRIORITIES = ("td_error", "loss")
 
 
 @dataclass(frozen=True)
@@ -48,9 +54,13 @@ class PER(ReplayScheme):
     :param uniform_actor_batch: an ablation: the actor (and SAC's entropy coefficient) trains on a batch of its own,
         sampled uniformly from the prioritized buffer after the critic's batch, so that prioritized replay serves the
         critic only (default False: one batch for both). TD3's and DDPG's steps without an actor update sample none.
+    :param priority: what the priority is made of: ``"td_error"`` (default, the paper's ``|d|``) or ``"loss"``, the
+        algorithm's per-sample loss averaged over the critics (DQN: ``huber(d)``; SAC, TD3: ``d ** 2``), as the PER
+        baselines of the ReLo authors' code (``(loss + epsilon) ** alpha``), sharper on small errors
     """
 
     uniform_actor_batch: bool = False
+    priority: str = "td_error"
 
     uses_importance_weights: ClassVar[bool] = True
     logger_keys: ClassVar[tuple[str, ...]] = ("train/per_beta", "train/per_weight_mean", *PRIORITY_LOGGER_KEYS)
@@ -58,6 +68,7 @@ class PER(ReplayScheme):
     def __post_init__(self) -> None:
         super().__post_init__()
         checked_bool("uniform_actor_batch", self.uniform_actor_batch)
+        checked_choice("priority", self.priority, PER_PRIORITIES)
 
     @property
     def separate_actor_batches(self) -> bool:
@@ -80,6 +91,13 @@ class PER(ReplayScheme):
             actor_batch = batches.sample_uniform(batch_size)
         # Batches of a uniform buffer carry no weights: SB3's own loss.
         yield ReplayUpdate(batch, partial(algorithm_loss, weights=getattr(batch, "weights", None)), actor_batch)
+
+    def priorities(self, step: CriticStep, td_errors: th.Tensor, critics: Critics) -> th.Tensor:
+        if self.priority == "td_error":
+            return td_errors
+        with th.no_grad():
+            q_values = [q.detach() for q in step.q_values]
+            return critics.elementwise_critic_loss(q_values, step.targets).mean(dim=1)
 
     def log_statistics(self, logger: Logger, buffer: ReplayBuffer, record: TrainingCallRecord) -> None:
         log_importance_sampling_statistics(logger, buffer, record)
