@@ -309,10 +309,12 @@ def compare_parser(described: bool = True) -> argparse.ArgumentParser:
         nargs="+",
         choices=list(VARIANTS) if described else None,
         default=None,
-        help="replay variants (default: the preset's: uniform per, and with --full also lap la3p faded rank pal): "
-        "uniform (SB3), per (proportional PER), rank (rank-based PER), lap (loss-adjusted prioritization), pal "
-        "(uniform replay with the prioritized approximation loss), la3p (actor prioritized replay: LAP for the "
-        "critic, 1/priority for the actor), faded (PER whose priorities halve every --half-life env steps); five "
+        help="replay variants (default: the preset's: uniform per, and with --full also lap la3p faded rank pal relo "
+        "expected_td tqc tqc_uper): uniform (SB3), per (proportional PER), rank (rank-based PER), lap (loss-adjusted "
+        "prioritization), pal (uniform replay with the prioritized approximation loss), la3p (actor prioritized "
+        "replay: LAP for the critic, 1/priority for the actor), faded (PER whose priorities halve every --half-life "
+        "env steps), relo (reducible-loss priorities), expected_td (priorities from a learned expected TD error), tqc "
+        "(sb3-contrib's TQC, uniform replay), tqc_uper (TQC with UPER's information-gain priorities); five "
         "ablations of PER, in no preset: per_no_is (PER's sampling, no importance weights), regime_weighted "
         "(no TD priorities: each regime sampled in proportion to --regime-weights, uniformly within it), "
         "per_critic_only (PER for the critic's batch, a uniform batch for the actor), per_reward_priority "

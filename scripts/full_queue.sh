@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Trains the full preset's pending runs of the given variants in the background's one process, one run at a time,
+# seeds outermost (so that a partial comparison stays paired), and after each run rebuilds the full preset's report
+# from every finished run and commits docs/results/full, so that a stopped machine loses at most the run in progress.
+# Stop it with: kill <its pid> (the run in progress is redone on the next start).
+#
+#     nohup bash scripts/full_queue.sh relo expected_td tqc tqc_uper > full_queue.log 2>&1 &
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ "$#" = 0 ]; then
+    echo "usage: bash scripts/full_queue.sh VARIANT [VARIANT ...]" >&2
+    exit 2
+fi
+results=docs/results/full
+for seed in $(seq 0 19); do
+    for variant in "$@"; do
+        .venv/bin/python scripts/compare.py --full --variants "$variant" --seeds "$seed" --workers 1 --no-progress-bar
+        .venv/bin/python scripts/compare.py --full --report-only --no-progress-bar
+        git add -- "$results"
+        git commit -q -m "Full preset: ${variant} seed ${seed} finished, report rebuilt" -- "$results" \
+            || echo "full_queue: nothing committed"
+    done
+done
+echo "full_queue: every seed of ${*} has finished"
