@@ -310,7 +310,7 @@ def compare_parser(described: bool = True) -> argparse.ArgumentParser:
         choices=list(VARIANTS) if described else None,
         default=None,
         help="replay variants (default: the preset's: uniform per, and with --full also lap la3p faded rank pal relo "
-        "expected_td tqc tqc_uper): uniform (SB3), per (proportional PER), rank (rank-based PER), lap (loss-adjusted "
+        "expected_td): uniform (SB3), per (proportional PER), rank (rank-based PER), lap (loss-adjusted "
         "prioritization), pal (uniform replay with the prioritized approximation loss), la3p (actor prioritized "
         "replay: LAP for the critic, 1/priority for the actor), faded (PER whose priorities halve every --half-life "
         "env steps), relo (reducible-loss priorities), expected_td (priorities from a learned expected TD error), tqc "

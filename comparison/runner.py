@@ -110,7 +110,7 @@ PRESETS: dict[str, Preset] = {
         20,
         dict(total_steps=100_000, eval_freq=5_000, eval_episodes=50),
         Path("docs/results/full"),
-        variants=("uniform", "per", "lap", "la3p", "faded", "rank", "pal", "relo", "expected_td", "tqc", "tqc_uper"),
+        variants=("uniform", "per", "lap", "la3p", "faded", "rank", "pal", "relo", "expected_td"),
         fewer_seeds={"rank": 10, "pal": 10},
     ),
 }

@@ -4,7 +4,7 @@
 # from every finished run and commits docs/results/full, so that a stopped machine loses at most the run in progress.
 # Stop it with: kill <its pid> (the run in progress is redone on the next start).
 #
-#     nohup bash scripts/full_queue.sh relo expected_td tqc tqc_uper > full_queue.log 2>&1 &
+#     nohup bash scripts/full_queue.sh relo expected_td > full_queue.log 2>&1 &
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "$#" = 0 ]; then
