@@ -154,6 +154,8 @@ class RewardPrioritizedReplayBuffer(PrioritizedReplayBuffer):
     """
 
     priorities_follow_td_errors = False
+    # A class default too, for buffers pickled before the floor existed
+    reward_floor = 0.0
 
     def __init__(self, *args: Any, reward_floor: float = 0.0, **kwargs: Any):
         check_reward_floor(reward_floor)

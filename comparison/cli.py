@@ -416,8 +416,14 @@ def compare_main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     problem = _out_dir_problem(out)
     if problem is not None:
         parser.error(f"--out {out} {problem}")
-    try:  # the base config passed its checks: what can still be wrong is a seed (negative, an evaluation episode's)
-        configs = plan_runs(base, preset.plan(args.variants, args.seeds))
+    plan = preset.plan(args.variants, args.seeds)
+    for variant in plan:  # a setting that only some variants use is checked by theirs (the faded half-life)
+        try:
+            dataclasses.replace(base, variant=variant)
+        except ValueError as error:
+            parser.error(f"--variants {variant}: {error}")
+    try:  # each variant's config passed its checks: what can still be wrong is a seed (negative, an evaluation one)
+        configs = plan_runs(base, plan)
     except ValueError as error:
         parser.error(f"--seeds: {error}")
     command = shlex.join(["python", "scripts/compare.py", *(sys.argv[1:] if argv is None else argv)])

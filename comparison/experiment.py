@@ -55,7 +55,7 @@ from sb3_per import (
     ReLo,
     TaggedReplayBuffer,
 )
-from sb3_per.buffers import check_per_parameters
+from sb3_per.buffers import check_fading_weights, check_per_parameters
 from sb3_per.checks import is_sampling_weight
 from sb3_per.fading import check_priority_half_life
 from sb3_per.schemes import ReplayScheme
@@ -312,6 +312,15 @@ class RunConfig:
         variant.scheme(self)  # its parameters checked by the scheme's constructor
         if "half_life" in variant.fields:  # only the variants that use it (see `canonical`)
             check_priority_half_life(self.half_life, self.buffer_size)
+            # the buffer's own check, here so that a refused half-life is a usage error, not a crash in every run
+            check_fading_weights(
+                self.alpha,
+                self.epsilon,
+                self.half_life,
+                self.buffer_size,
+                "buffer",
+                max(self.beta_start, self.beta_end),
+            )
         if "reward_floor" in variant.fields:
             check_reward_floor(self.reward_floor)
         if not _are_regime_weights(self.regime_weights):

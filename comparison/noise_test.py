@@ -286,6 +286,7 @@ def run_all(configs: Sequence[NoiseTestConfig], out_dir: Path) -> pd.DataFrame:
         path = runs_dir / f"{config.run_name}.csv"
         if not is_finished(path, config):
             print(f"noise test: {config.run_name}", flush=True)
+            path.unlink(missing_ok=True)  # an older run's rows must never stand beside this config
             path.with_suffix(".json").write_text(json.dumps(asdict(config), indent=2, sort_keys=True))
             write_csv_atomically(run(config), path)
         frames.append(pd.read_csv(path).assign(variant=config.variant, seed=config.seed))

@@ -29,9 +29,9 @@ def zscore_target_position(
 
     :param zscore: z-score(s) of the spread.
     :param position: current position(s).
-    :param entry: |z| that opens a position.
-    :param exit: |z| inside which a position is closed.
-    :param stop: |z| beyond which a position is closed (and none is opened); ``None`` for no stop.
+    :param entry: ``|z|`` that opens a position.
+    :param exit: ``|z|`` inside which a position is closed.
+    :param stop: ``|z|`` beyond which a position is closed (and none is opened); ``None`` for no stop.
     """
     z = np.asarray(zscore, dtype=np.float64)
     held = np.sign(np.asarray(position, dtype=np.float64))
@@ -64,9 +64,9 @@ def _as_actions(targets: np.ndarray) -> np.ndarray:
 class ZScorePolicy:
     """Classic pairs rule on the observed z-score: enter at ``|z| > entry``, exit at ``|z| < exit``, optional stop.
 
-    :param entry: |z| that opens a position (> ``exit``).
-    :param exit: |z| inside which a position is closed (>= 0).
-    :param stop: |z| beyond which a position is closed (> ``entry``); ``None`` for no stop.
+    :param entry: ``|z|`` that opens a position (> ``exit``).
+    :param exit: ``|z|`` inside which a position is closed (>= 0).
+    :param stop: ``|z|`` beyond which a position is closed (> ``entry``); ``None`` for no stop.
     """
 
     def __init__(self, entry: float = 2.0, exit: float = 0.5, stop: float | None = None) -> None:

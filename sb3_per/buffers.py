@@ -126,7 +126,9 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
         for part in self._index_classes(options):
             part.check_options(options)
         if priority_half_life is not None:
-            check_fading_weights(options, weight_normalization, max(beta_start, beta_end))
+            check_fading_weights(
+                alpha, epsilon, priority_half_life, self.buffer_size, weight_normalization, max(beta_start, beta_end)
+            )
         self.inverse_sampling = inverse_sampling
         self.priority_half_life = None if priority_half_life is None else float(priority_half_life)
         self.alpha = float(alpha)
@@ -810,34 +812,45 @@ def check_per_parameters(
     checked_choice("weight_normalization", weight_normalization, WEIGHT_NORMALIZATIONS)
 
 
-def check_fading_weights(options: BufferOptions, weight_normalization: str, beta_max: float) -> None:
+def check_fading_weights(
+    alpha: float,
+    epsilon: float,
+    priority_half_life: float,
+    buffer_size: int,
+    weight_normalization: str,
+    beta_max: float,
+) -> None:
     """
     Raise ``ValueError`` where fading would make priorities or importance weights underflow to exactly 0.
 
-    - A stored priority fades by up to ``2 ** -fade_doublings`` before it is overwritten: from ``epsilon ** alpha``
-      that must stay a normal float64, or the transition could never be sampled again (and the tree's min, the
-      smallest non-zero priority, would no longer be one).
+    - A stored priority fades by up to ``2 ** -(buffer_size / priority_half_life)`` before it is overwritten: from
+      ``epsilon ** alpha`` that must stay a normal float64, or the transition could never be sampled again (and the
+      tree's min, the smallest non-zero priority, would no longer be one).
     - With ``weight_normalization="buffer"`` the largest possible weight is the oldest transition's, so a fresh
-      sample's weight is about ``(epsilon ** alpha * 2 ** -fade_doublings) ** beta`` at worst: below float32's
-      smallest weight it is 0, and the critic stops learning (``"batch"`` has no such factor).
+      sample's weight is about ``(epsilon ** alpha * 2 ** -(buffer_size / priority_half_life)) ** beta`` at worst:
+      below float32's smallest weight it is 0, and the critic stops learning (``"batch"`` has no such factor).
 
-    :param options: the buffer's options (with ``priority_half_life`` set)
+    :param alpha: the priority exponent
+    :param epsilon: the priority offset
+    :param priority_half_life: the fading half-life, in env steps
+    :param buffer_size: the buffer's capacity per env (the oldest transition's largest age)
     :param weight_normalization: ``"buffer"`` or ``"batch"``
     :param beta_max: the largest importance-sampling exponent the buffer will use
     """
-    smallest_priority = options.epsilon**options.alpha
-    if smallest_priority * 2.0**-options.fade_doublings < np.finfo(np.float64).tiny:
+    fade_doublings = buffer_size / priority_half_life
+    smallest_priority = epsilon**alpha
+    if smallest_priority * 2.0**-fade_doublings < np.finfo(np.float64).tiny:
         raise ValueError(
-            f"epsilon ** alpha = {smallest_priority!r} fades by up to 2 ** -{options.fade_doublings:g} (buffer_size / "
+            f"epsilon ** alpha = {smallest_priority!r} fades by up to 2 ** -{fade_doublings:g} (buffer_size / "
             f"priority_half_life) before it is overwritten, below float64's normal range, so a transition could end "
             "at priority 0 and never be sampled again: raise epsilon or priority_half_life"
         )
     if weight_normalization == "buffer":
-        smallest_weight = (smallest_priority * 2.0**-options.fade_doublings) ** beta_max
+        smallest_weight = (smallest_priority * 2.0**-fade_doublings) ** beta_max
         if smallest_weight < _SMALLEST_FLOAT32_WEIGHT:
             raise ValueError(
-                f"priority_half_life={options.priority_half_life!r} with weight_normalization='buffer': the oldest "
-                f"transition fades by up to 2 ** -{options.fade_doublings:g}, and the weights, divided by the oldest "
+                f"priority_half_life={priority_half_life!r} with weight_normalization='buffer': the oldest "
+                f"transition fades by up to 2 ** -{fade_doublings:g}, and the weights, divided by the oldest "
                 f"one's, can fall to {smallest_weight:.3g}, which is 0 in float32 (beta up to {beta_max:g}): the "
                 "critic would stop learning. Use weight_normalization='batch', or a longer priority_half_life"
             )

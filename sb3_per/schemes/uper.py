@@ -64,7 +64,11 @@ class UPER(ReplayScheme):
     ``prioritise="uper"``; not confirmed as the paper's release): the ensemble is TQC's critics, each a set of
     quantiles of ``Z(s, a)`` at the transition's own action (theirs C51/QR heads, epistemic and aleatoric averaged
     over all actions); the target error uses TQC's truncated target (with the discount and the episode's end; theirs
-    ``(r + max_a Q'(s', a) - Q(s, a)) ** 2`` omits both); ``aleatoric`` is floored at ``min_aleatoric``.
+    ``(r + max_a Q'(s', a) - Q(s, a)) ** 2`` omits both); ``aleatoric`` is floored at ``min_aleatoric``; aleatoric
+    is the variance over the quantiles, as in their QR ensemble network (``ens_qr_atari_network``), whereas the C51
+    ensemble network that ``ensc51`` uses overwrites it with the variance of the mean Q-value over the actions, which
+    has no counterpart for a continuous action. ``td_error_reduction`` (PER's option) shapes only the TD errors of the
+    telemetry, never the priority. With TQC's default of 2 critics the epistemic term rests on two samples.
 
     :param min_aleatoric: the floor of the aleatoric variance in the ratio, > 0 (default 1e-12, far below the
         variances of returns on any task this library knows)

@@ -5,17 +5,19 @@ import gymnasium as gym
 import numpy as np
 import pandas as pd
 import pytest
-from tiny_runs import tiny_run_argv
 
+from comparison.ablation_buffers import RewardPrioritizedReplayBuffer, TagWeightedReplayBuffer
 from comparison.cli import compare_main
 from comparison.experiment import RunConfig, make_model
 from comparison.runner import PRESETS
 from envs import BREAK, NORMAL, STRESS
-from sb3_per import PrioritizedReplayBuffer
-from sb3_per.buffers import RewardPrioritizedReplayBuffer
-from sb3_per.replay_tags import TagWeightedReplayBuffer
+from sb3_per import PER, PrioritizedReplayBuffer
 
-TINY = tiny_run_argv(total_steps=600, learning_starts=200, eval_freq=200, eval_episodes=2, episode_length=40)
+
+@pytest.fixture
+def tiny(tiny_run_argv) -> list[str]:
+    """Arguments of runs of 600 steps, evaluated at steps 0, 200, 400 and 600."""
+    return tiny_run_argv(total_steps=600, learning_starts=200, eval_freq=200, eval_episodes=2, episode_length=40)
 
 
 def test_per_no_is_samples_as_per_with_beta_zero_throughout():
@@ -23,7 +25,7 @@ def test_per_no_is_samples_as_per_with_beta_zero_throughout():
         RunConfig(variant="per_no_is", alpha=0.7, beta_start=0.4, beta_end=1.0), gym.make(RunConfig.env_id)
     )
     buffer = model.replay_buffer
-    assert isinstance(buffer, PrioritizedReplayBuffer) and model.per_mode == "per"
+    assert isinstance(buffer, PrioritizedReplayBuffer) and model.replay_scheme is None  # sb3_per's default: PER
     assert (buffer.alpha, buffer.prioritization, buffer.priority_half_life) == (0.7, "proportional", None)
     buffer.set_beta_progress(1.0)
     assert buffer.beta == 0.0
@@ -34,7 +36,8 @@ def test_regime_weighted_weighs_each_regime_as_the_config_says():
     model = make_model(config, gym.make(config.env_id))
     assert type(model.replay_buffer) is TagWeightedReplayBuffer
     assert model.replay_buffer.tag_weights == {NORMAL: 1.0, STRESS: 3.0, BREAK: 0.5}
-    assert model.per_mode == "per"  # with a buffer whose batches carry no weights: SB3's unweighted loss
+    # sb3_per's default, PER, with a buffer whose batches carry no weights: SB3's unweighted loss
+    assert model.replay_scheme is None
 
 
 def test_per_critic_only_is_per_with_a_uniform_actor_batch():
@@ -42,8 +45,8 @@ def test_per_critic_only_is_per_with_a_uniform_actor_batch():
     model, per = (
         make_model(c, gym.make(config.env_id)) for c in (config, RunConfig(variant="per", alpha=0.7, beta_start=0.4))
     )
-    assert (model.uniform_actor_batch, per.uniform_actor_batch) == (True, False)
-    assert model.replay_buffer_kwargs == per.replay_buffer_kwargs and model.per_mode == per.per_mode == "per"
+    assert (model.replay_scheme, per.replay_scheme) == (PER(uniform_actor_batch=True), None)  # None: PER()
+    assert model.replay_buffer_kwargs == per.replay_buffer_kwargs
 
 
 def test_per_reward_priority_is_per_with_a_reward_prioritized_buffer():
@@ -53,7 +56,8 @@ def test_per_reward_priority_is_per_with_a_reward_prioritized_buffer():
     )
     assert type(model.replay_buffer) is RewardPrioritizedReplayBuffer
     assert type(per.replay_buffer) is PrioritizedReplayBuffer
-    assert model.replay_buffer_kwargs == per.replay_buffer_kwargs and model.per_mode == per.per_mode == "per"
+    assert model.replay_buffer_kwargs == per.replay_buffer_kwargs
+    assert model.replay_scheme is per.replay_scheme is None  # sb3_per's default: PER
 
 
 def test_per_reward_floor_is_per_reward_priority_with_the_configs_floor():
@@ -81,9 +85,10 @@ def test_the_ablations_are_in_no_preset():
         assert not ablations & set(preset.plan(None, None))
 
 
-def test_ablation_runs_train_with_unit_weights_and_oversample_the_weighted_regime(tmp_path):
+@pytest.mark.slow
+def test_ablation_runs_train_with_unit_weights_and_oversample_the_weighted_regime(tmp_path, tiny):
     argv = ["--quick", "--out", str(tmp_path), "--seeds", "0", "--variants", "per_no_is", "regime_weighted"]
-    result = compare_main([*argv, "--regime-weights", "1", "4", "1", "--no-progress-bar", *TINY])
+    result = compare_main([*argv, "--regime-weights", "1", "4", "1", "--no-progress-bar", *tiny])
     assert result["failures"] == {}
     telemetry = pd.read_csv(tmp_path / "telemetry.csv").dropna(subset=["sample_share"])
     no_is = telemetry[telemetry["variant"] == "per_no_is"]

@@ -11,7 +11,6 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch as th
-from tiny_runs import tiny_run_argv
 
 from comparison.cli import compare_main, train_main
 from comparison.experiment import (
@@ -28,10 +27,15 @@ from comparison.runner import PRESETS, is_finished, plan_runs, run_dir
 from comparison.schema import METRIC_COLUMNS, TELEMETRY_COLUMNS
 from comparison.statistics import iqm
 from envs import ZScorePolicy, run_episodes
-from sb3_per import SAC, PrioritizedReplayBuffer
+from sb3_per import LA3P, LAP, PAL, PER, SAC, PrioritizedReplayBuffer
 
-REPO = Path(__file__).resolve().parents[1]
-TINY = tiny_run_argv(total_steps=400, learning_starts=200, eval_freq=200, eval_episodes=3, episode_length=40)
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def tiny(tiny_run_argv) -> list[str]:
+    """Arguments of runs of 400 steps, evaluated at steps 0, 200 and 400 on 3 episodes."""
+    return tiny_run_argv(total_steps=400, learning_starts=200, eval_freq=200, eval_episodes=3, episode_length=40)
 
 
 def test_lockstep_evaluation_matches_playing_the_episodes_one_by_one():
@@ -100,13 +104,21 @@ def test_uniform_variants_only_tag_their_replay(variant):
         (dict(eval_episodes=0), "eval_episodes"),
         (dict(variant="faded", half_life=0.0), "priority_half_life"),
         (dict(variant="faded", half_life=100.0, buffer_size=1_000_000), "priority_half_life"),
-        (dict(la3p_fraction=1.5), "la3p_fraction"),
-        (dict(lap_min_priority=0.0), "lap_min_priority"),
+        # checked by the variant's replay scheme, which names its own parameter
+        (dict(variant="la3p", la3p_fraction=1.5), "fraction must be in"),
+        (dict(variant="lap", lap_min_priority=0.0), "min_priority must be"),
+        (dict(variant="pal", lap_min_priority=0.0), "min_priority must be"),
+        (dict(variant="la3p", lap_min_priority=0.0), "min_priority must be"),
     ],
 )
 def test_run_config_rejects_bad_settings(fields, message):
     with pytest.raises(ValueError, match=message):
         RunConfig(**fields)
+
+
+@pytest.mark.parametrize("fields", [dict(la3p_fraction=1.5), dict(lap_min_priority=0.0)])
+def test_a_replay_scheme_setting_is_checked_only_by_the_variants_whose_scheme_uses_it(fields):
+    assert RunConfig(variant="per", **fields).canonical() == RunConfig(variant="per")
 
 
 @pytest.mark.parametrize(
@@ -133,8 +145,9 @@ def test_train_cli_rejects_bad_arguments_with_a_clear_message(argv, message, cap
     assert message in capsys.readouterr().err
 
 
-def test_train_cli_runs_one_evaluated_run_and_writes_its_files(tmp_path):
-    directory = train_main(["--replay", "per", "--seed", "3", "--out", str(tmp_path), "--no-progress-bar", *TINY])
+@pytest.mark.slow
+def test_train_cli_runs_one_evaluated_run_and_writes_its_files(tmp_path, tiny):
+    directory = train_main(["--replay", "per", "--seed", "3", "--out", str(tmp_path), "--no-progress-bar", *tiny])
     assert directory == tmp_path / "per_s3"
     names = {path.name for path in directory.iterdir()}
     assert {"config.json", "progress.csv", "evaluations.csv", "model.zip"} <= names
@@ -150,29 +163,39 @@ def test_train_cli_runs_one_evaluated_run_and_writes_its_files(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("variant", "buffer_class", "per_mode", "prioritization", "alpha", "inverse", "half_life"),
+    ("variant", "buffer_class", "scheme", "prioritization", "alpha", "inverse", "half_life"),
     [
-        ("uniform", "TaggedReplayBuffer", "per", None, None, False, None),
-        ("per", "PrioritizedReplayBuffer", "per", "proportional", 0.7, False, None),
-        ("rank", "PrioritizedReplayBuffer", "per", "rank", 0.7, False, None),
-        ("lap", "PrioritizedReplayBuffer", "lap", "proportional", 0.3, False, None),
-        ("pal", "TaggedReplayBuffer", "pal", None, None, False, None),
-        ("la3p", "PrioritizedReplayBuffer", "la3p", "proportional", 0.3, True, None),
-        ("faded", "PrioritizedReplayBuffer", "per", "proportional", 0.7, False, 5_000.0),
+        # scheme None: sb3_per's default, PER() on a prioritized or tagged buffer
+        ("uniform", "TaggedReplayBuffer", None, None, None, False, None),
+        ("per", "PrioritizedReplayBuffer", None, "proportional", 0.7, False, None),
+        ("rank", "PrioritizedReplayBuffer", None, "rank", 0.7, False, None),
+        ("lap", "PrioritizedReplayBuffer", LAP(min_priority=0.02), "proportional", 0.3, False, None),
+        ("pal", "TaggedReplayBuffer", PAL(alpha=0.3, min_priority=0.02), None, None, False, None),
+        (
+            "la3p",
+            "PrioritizedReplayBuffer",
+            LA3P(fraction=0.25, pal_alpha=0.3, min_priority=0.02),
+            "proportional",
+            0.3,
+            True,
+            None,
+        ),
+        ("faded", "PrioritizedReplayBuffer", None, "proportional", 0.7, False, 20_000.0),
     ],
 )
 def test_each_variant_builds_the_algorithm_and_buffer_of_its_paper(
-    variant, buffer_class, per_mode, prioritization, alpha, inverse, half_life
+    variant, buffer_class, scheme, prioritization, alpha, inverse, half_life
 ):
     config = RunConfig(
-        variant=variant, alpha=0.7, lap_alpha=0.3, lap_min_priority=0.02, la3p_fraction=0.25, half_life=5_000.0
+        variant=variant, alpha=0.7, lap_alpha=0.3, lap_min_priority=0.02, la3p_fraction=0.25, half_life=20_000.0
     )
     env = gym.make("envs:PairsTrading-v0")
     model = make_model(config, env)
     assert type(model.replay_buffer).__name__ == buffer_class
     assert model.replay_buffer.tag_key == "regime"
-    assert model.per_mode == per_mode
-    assert model.td_error_reduction == ("max" if variant in ("lap", "pal", "la3p") else "mean")
+    assert model.replay_scheme == scheme
+    trained_with = model.replay_scheme or PER()
+    assert trained_with.td_error_reduction == ("max" if variant in ("lap", "pal", "la3p") else "mean")
     if prioritization is None:
         assert not isinstance(model.replay_buffer, PrioritizedReplayBuffer)
     else:
@@ -180,21 +203,25 @@ def test_each_variant_builds_the_algorithm_and_buffer_of_its_paper(
         assert model.replay_buffer.beta_anneal_steps == "auto"
         assert model.replay_buffer.inverse_sampling is inverse
         assert model.replay_buffer.priority_half_life == half_life
-    if variant in ("pal", "la3p"):
-        assert model.pal_alpha == 0.3
-    assert model.lap_min_priority == (0.02 if variant in ("lap", "pal", "la3p") else RunConfig.lap_min_priority)
+    if variant == "pal":
+        assert trained_with.alpha == 0.3
     if variant == "la3p":
-        assert (model.la3p_fraction, model.la3p_budget) == (0.25, "matched")
+        assert trained_with.pal_alpha == 0.3
+        assert (trained_with.fraction, trained_with.budget) == (0.25, "matched")
+    if variant in ("lap", "pal", "la3p"):
+        assert trained_with.min_priority == 0.02
     assert set(VARIANTS) == {
         "uniform",
         *("per", "rank", "lap", "pal", "la3p", "faded"),
+        *("relo", "expected_td", "tqc", "tqc_uper"),
         *("per_no_is", "regime_weighted", "per_critic_only", "per_reward_priority", "per_reward_floor"),
     }
 
 
-def test_the_rank_lap_and_pal_variants_run_end_to_end_in_the_quick_comparison(tmp_path):
+@pytest.mark.slow
+def test_the_rank_lap_and_pal_variants_run_end_to_end_in_the_quick_comparison(tmp_path, tiny):
     variants = ["rank", "lap", "pal"]
-    argv = ["--quick", "--out", str(tmp_path), "--seeds", "0", "--variants", *variants, "--no-progress-bar", *TINY]
+    argv = ["--quick", "--out", str(tmp_path), "--seeds", "0", "--variants", *variants, "--no-progress-bar", *tiny]
     assert compare_main(argv)["failures"] == {}
     evaluations = pd.read_csv(tmp_path / "evaluations.csv")
     assert sorted(set(evaluations["variant"])) == sorted(variants)
@@ -204,8 +231,9 @@ def test_the_rank_lap_and_pal_variants_run_end_to_end_in_the_quick_comparison(tm
         assert re.search(rf"^\| {variant} \| 1 \| [+-]\d+\.\d+ ", summary, re.MULTILINE), summary
 
 
-def test_quick_comparison_end_to_end_then_resumes_without_rerunning(tmp_path):
-    argv = ["--quick", "--out", str(tmp_path), "--workers", "2", "--no-progress-bar", *TINY]
+@pytest.mark.slow
+def test_quick_comparison_end_to_end_then_resumes_without_rerunning(tmp_path, tiny):
+    argv = ["--quick", "--out", str(tmp_path), "--workers", "2", "--no-progress-bar", *tiny]
     result = compare_main(argv)
     assert result["failures"] == {}
     files = ("evaluations.csv", "telemetry.csv", "baselines.csv", "summary.md", "learning_curves.png")
@@ -279,6 +307,7 @@ def test_a_finished_run_with_other_settings_is_refused(tmp_path):
         (["--variants", "per", "per"], "--variants lists"),
         (["--seeds", "0", "1000000"], "--seeds: seed=1000000 is one of the evaluation episodes"),
         (["--seeds", "-1"], "--seeds: seed and eval_seed must be >= 0"),
+        (["--variants", "faded", "--half-life", "2500"], "--variants faded: priority_half_life=2500.0"),
     ],
 )
 def test_compare_cli_rejects_bad_runs_with_a_usage_error(argv, message, capsys, tmp_path):
@@ -349,15 +378,16 @@ def _planned(argv, monkeypatch, tmp_path) -> tuple[list[RunConfig], Path]:
     return given["configs"], given["out"]
 
 
-def test_the_full_preset_plans_twenty_seeds_of_five_variants_and_ten_of_rank_and_pal_seeds_outermost(
+def test_the_full_preset_plans_twenty_seeds_of_seven_variants_and_ten_of_rank_and_pal_seeds_outermost(
     monkeypatch, tmp_path
 ):
     configs, out = _planned(["--full"], monkeypatch, tmp_path)
     assert out == Path("docs/results/full")
     runs = [(config.seed, config.variant) for config in configs]
-    main_five, fewer = ["uniform", "per", "lap", "la3p", "faded"], ["rank", "pal"]
-    expected = [(seed, variant) for seed in range(20) for variant in main_five + (fewer if seed < 10 else [])]
-    assert runs == expected and len(runs) == 5 * 20 + 2 * 10
+    order = ["uniform", "per", "lap", "la3p", "faded", "rank", "pal", "relo", "expected_td"]
+    fewer = {"rank", "pal"}
+    expected = [(seed, variant) for seed in range(20) for variant in order if seed < 10 or variant not in fewer]
+    assert runs == expected and len(runs) == 7 * 20 + 2 * 10
     assert {(c.total_steps, c.eval_episodes, c.eval_freq) for c in configs} == {(100_000, 50, 5_000)}
 
 
@@ -370,14 +400,14 @@ def test_variants_and_seeds_given_on_the_command_line_override_the_presets_plan(
 
 
 def test_a_validation_run_of_the_faded_half_life_uses_its_own_seeds_and_evaluation_episodes(monkeypatch, tmp_path):
-    argv = ["--seeds", "100", "101", "--variants", "faded", "--eval-seed", "2000000", "--half-life", "5000"]
-    configs, out = _planned([*argv, "--out", "results/validation/h5000"], monkeypatch, tmp_path)
+    argv = ["--seeds", "100", "101", "--variants", "faded", "--eval-seed", "2000000", "--half-life", "10000"]
+    configs, out = _planned([*argv, "--out", "results/validation/h10000"], monkeypatch, tmp_path)
     assert [(c.variant, c.seed, c.half_life, c.eval_seed) for c in configs] == [
-        ("faded", 100, 5000.0, 2_000_000),
-        ("faded", 101, 5000.0, 2_000_000),
+        ("faded", 100, 10000.0, 2_000_000),
+        ("faded", 101, 10000.0, 2_000_000),
     ]
-    assert out == Path("results/validation/h5000")
-    assert configs[0].replay_kwargs()["priority_half_life"] == 5000.0
+    assert out == Path("results/validation/h10000")
+    assert configs[0].replay_kwargs()["priority_half_life"] == 10000.0
     la3p, _ = _planned(["--variants", "la3p", "--la3p-fraction", "0.25"], monkeypatch, tmp_path)
     assert {c.la3p_fraction for c in la3p} == {0.25}
     floored, _ = _planned(["--variants", "per_reward_floor", "--reward-floor", "0.02"], monkeypatch, tmp_path)
@@ -390,7 +420,7 @@ SETTINGS_OF_SOME_VARIANTS = dict(
     lap_alpha=0.3,
     lap_min_priority=0.05,
     la3p_fraction=0.25,
-    half_life=5_000.0,
+    half_life=20_000.0,
     regime_weights=(1.0, 3.0, 1.0),
     reward_floor=0.02,
 )
@@ -422,14 +452,25 @@ def test_canonical_configs_keep_only_the_settings_their_variant_uses(variant, ke
     env = gym.make("envs:PairsTrading-v0")
     full, canonical = make_model(RunConfig(variant=variant, **SETTINGS_OF_SOME_VARIANTS), env), make_model(config, env)
     assert full.replay_buffer_kwargs == canonical.replay_buffer_kwargs
-    assert (full.per_mode, full.la3p_fraction if variant == "la3p" else None) == (
-        canonical.per_mode,
-        canonical.la3p_fraction if variant == "la3p" else None,
-    )
+    assert full.replay_scheme == canonical.replay_scheme
+
+
+@pytest.mark.parametrize("half_life", [10_000.0, 40_000.0])
+def test_a_faded_half_life_the_config_accepts_builds_its_model(half_life):
+    config = RunConfig(variant="faded", half_life=half_life)
+    model = make_model(config, gym.make(config.env_id))
+    assert model.replay_buffer.priority_half_life == half_life
+
+
+def test_a_faded_half_life_the_buffer_would_refuse_is_refused_by_the_config():
+    # 1,000,000 / 2,500 = 400 halvings: the IS weights would underflow to 0 (the buffer's check_fading_weights)
+    with pytest.raises(ValueError, match=r"priority_half_life=2500\.0"):
+        RunConfig(variant="faded", half_life=2_500.0)
+    RunConfig(variant="per", half_life=2_500.0)  # a variant without fading ignores it
 
 
 def test_a_setting_one_variant_ignores_does_not_unfinish_its_runs():
     with_default = plan_runs(RunConfig(), {"uniform": [0], "per": [0], "faded": [0]})
-    with_other_half_life = plan_runs(RunConfig(half_life=5_000.0), {"uniform": [0], "per": [0], "faded": [0]})
+    with_other_half_life = plan_runs(RunConfig(half_life=20_000.0), {"uniform": [0], "per": [0], "faded": [0]})
     assert with_default[:2] == with_other_half_life[:2]
     assert with_default[2] != with_other_half_life[2]

@@ -11,9 +11,9 @@ from stable_baselines3.common.buffers import ReplayBuffer
 
 from comparison.experiment import VARIANTS, ReplayVariant, RunConfig, train_run
 from comparison.schema import TELEMETRY_COLUMNS, TELEMETRY_STATS
-from comparison.telemetry import logged_telemetry, telemetry_table
+from comparison.telemetry import telemetry_rows, telemetry_table
 from sb3_per import SAC
-from sb3_per.telemetry import IS_ESS_KEY, telemetry_key
+from sb3_per.telemetry import CallTelemetry, ReplayTelemetry
 
 # A full buffer before training (every regime stored), then short evaluation intervals, so that the buffer's
 # composition barely moves within one and its episodes of 50 steps end on evaluation steps (SB3 dumps its logs
@@ -42,6 +42,7 @@ def runs(tmp_path_factory):
     return result
 
 
+@pytest.mark.slow
 def test_a_run_writes_one_row_per_regime_per_evaluation_step(runs):
     _, evaluations, telemetry = runs["per"]
     assert list(telemetry.columns) == list(TELEMETRY_COLUMNS)
@@ -57,6 +58,7 @@ def test_a_run_writes_one_row_per_regime_per_evaluation_step(runs):
     assert training["is_ess"].between(0.0, 1.0, inclusive="right").all()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", ["uniform", "per", "la3p", "faded"])
 def test_shares_sum_to_one_over_the_regimes_once_training_started(runs, variant):
     telemetry = runs[variant][2]
@@ -68,6 +70,7 @@ def test_shares_sum_to_one_over_the_regimes_once_training_started(runs, variant)
     np.testing.assert_allclose(sums.to_numpy(), 1.0, rtol=0, atol=1e-9)
 
 
+@pytest.mark.slow
 def test_uniform_runs_sample_the_regimes_as_stored_and_have_no_priorities(runs):
     telemetry = runs["uniform"][2]
     training = telemetry[telemetry["step"] > CONFIG.learning_starts]
@@ -77,12 +80,14 @@ def test_uniform_runs_sample_the_regimes_as_stored_and_have_no_priorities(runs):
     assert training[["priority_share", "is_ess"]].isna().all().all()
 
 
+@pytest.mark.slow
 def test_per_samples_in_proportion_to_the_priority_mass_not_to_the_stored_share(runs):
     training = runs["per"][2].query(f"step > {CONFIG.learning_starts}")
     assert not np.allclose(training["priority_share"], training["buffer_share"], atol=1e-3)
     np.testing.assert_allclose(training["sample_share"], training["priority_share"], rtol=0, atol=0.05)
 
 
+@pytest.mark.slow
 def test_the_uniform_run_trains_exactly_as_with_sb3s_replay_buffer(runs, tmp_path, monkeypatch):
     tagged_dir, tagged_evaluations, _ = runs["uniform"]
     monkeypatch.setitem(VARIANTS, "uniform", ReplayVariant(ReplayBuffer))
@@ -98,9 +103,21 @@ def test_the_uniform_run_trains_exactly_as_with_sb3s_replay_buffer(runs, tmp_pat
     assert th.equal(tagged.log_ent_coef, plain.log_ent_coef)
 
 
-def test_logged_telemetry_reads_the_keys_of_sb3_per_and_is_nan_where_none_was_logged():
-    values = {telemetry_key(2, "sample_share"): 0.25, telemetry_key(2, "buffer_share"): 0.5, IS_ESS_KEY: 0.9}
-    rows = logged_telemetry(values, 100, [2, 0])
+def test_telemetry_rows_read_the_models_replay_telemetry_and_are_nan_where_none_was_given():
+    telemetry = ReplayTelemetry()
+    no_figures: dict[int, float] = {}
+    telemetry.add(
+        CallTelemetry(
+            buffer_share={2: 0.5},
+            priority_share=no_figures,
+            sample_share={2: 0.25},
+            td_error=no_figures,
+            critic_sample_share=no_figures,
+            actor_sample_share=no_figures,
+            is_ess=0.9,
+        )
+    )
+    rows = telemetry_rows(telemetry, 100, [2, 0])
     assert [row["tag"] for row in rows] == [0, 2]
     assert rows[1]["sample_share"] == 0.25 and rows[1]["buffer_share"] == 0.5 and rows[1]["is_ess"] == 0.9
     assert math.isnan(rows[1]["priority_share"]) and math.isnan(rows[0]["sample_share"])

@@ -10,21 +10,24 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from tiny_runs import tiny_run_argv
 
-REPO = Path(__file__).resolve().parents[1]
-# Four tiny runs, one at a time: the first finishes within seconds, the others are still to come when it does.
-COMMAND = [
-    "scripts/compare.py",
-    "--quick",
-    "--seeds",
-    "0",
-    "1",
-    "--workers",
-    "1",
-    *tiny_run_argv(total_steps=400, learning_starts=200, eval_freq=200, eval_episodes=2, episode_length=40),
-    "--no-progress-bar",
-]
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def command(tiny_run_argv) -> list[str]:
+    """Four tiny runs, one at a time: the first finishes within seconds, the others are still to come when it does."""
+    return [
+        "scripts/compare.py",
+        "--quick",
+        "--seeds",
+        "0",
+        "1",
+        "--workers",
+        "1",
+        *tiny_run_argv(total_steps=400, learning_starts=200, eval_freq=200, eval_episodes=2, episode_length=40),
+        "--no-progress-bar",
+    ]
 
 
 def _session_processes(session: int) -> list[int]:
@@ -49,18 +52,19 @@ def _wait_for(condition, timeout: float) -> bool:
     return condition()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc (Linux)")
 @pytest.mark.parametrize(
     ("signum", "to_group", "code"), [(signal.SIGINT, True, 130), (signal.SIGTERM, False, 143)], ids=["ctrl-c", "kill"]
 )
-def test_a_signal_stops_the_comparison_keeping_its_finished_runs(signum, to_group, code, tmp_path):
+def test_a_signal_stops_the_comparison_keeping_its_finished_runs(signum, to_group, code, command, tmp_path):
     out = tmp_path / "out"
     stderr_path = tmp_path / "stderr.txt"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     with stderr_path.open("w") as stderr:
         # Its own session, as a terminal's foreground job: Ctrl-C is a SIGINT to the whole process group.
         process = subprocess.Popen(
-            [sys.executable, *COMMAND, "--out", str(out)],
+            [sys.executable, *command, "--out", str(out)],
             cwd=REPO,
             env=env,
             stdout=subprocess.DEVNULL,

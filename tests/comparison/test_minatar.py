@@ -93,7 +93,7 @@ def test_the_command_line_counts_pending_runs_and_refuses_other_settings_runs(
     tiny_study: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert minatar_main(["pending", "--seeds", "2", "--out", str(tmp_path)]) == 0
-    assert capsys.readouterr().out.strip() == "8"  # 2 seeds x 2 games x 2 variants
+    assert capsys.readouterr().out.strip() == "12"  # 2 seeds x 2 games x 3 variants (dqn, per, relo)
     # The tiny runs were written with other settings than the command line's (the authors' learning_starts...).
     with pytest.raises(ValueError, match="other settings"):
         minatar_main(["pending", "--out", str(tiny_study)])

@@ -3,7 +3,6 @@
 import numpy as np
 import pandas as pd
 import pytest
-from test_report import synthetic_baselines, synthetic_evaluations
 
 from comparison.plots import learning_curves_figure, regime_returns_figure
 from comparison.statistics import FEW_SEEDS
@@ -13,7 +12,7 @@ def _legend_texts(figure) -> list[str]:
     return [text.get_text() for text in figure.axes[0].get_legend().get_texts()]
 
 
-def _evaluations(n_seeds: int) -> pd.DataFrame:
+def _evaluations(synthetic_evaluations, n_seeds: int) -> pd.DataFrame:
     three = synthetic_evaluations(np.random.default_rng(0))  # seeds 0, 1, 2 of uniform and per
     copies = [three.assign(seed=three["seed"] + 3 * k, run=three["run"] + f"_{k}") for k in range(3)]
     evals = pd.concat(copies, ignore_index=True)
@@ -22,8 +21,8 @@ def _evaluations(n_seeds: int) -> pd.DataFrame:
 
 @pytest.mark.parametrize("make_figure", [learning_curves_figure, regime_returns_figure])
 @pytest.mark.parametrize("n_seeds", [2, FEW_SEEDS - 1, FEW_SEEDS])
-def test_legends_say_ci_only_with_enough_seeds(make_figure, n_seeds):
-    texts = _legend_texts(make_figure(_evaluations(n_seeds), synthetic_baselines(), rng=0))
+def test_legends_say_ci_only_with_enough_seeds(make_figure, n_seeds, synthetic_baselines, synthetic_evaluations):
+    texts = _legend_texts(make_figure(_evaluations(synthetic_evaluations, n_seeds), synthetic_baselines(), rng=0))
     variants = [text for text in texts if text.startswith(("uniform", "per"))]
     assert len(variants) == 2 and all(f"mean of {n_seeds} seeds" in text for text in variants)
     if n_seeds < FEW_SEEDS:

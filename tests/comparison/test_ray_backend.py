@@ -8,7 +8,6 @@ from dataclasses import replace
 
 import pandas as pd
 import pytest
-from tiny_runs import tiny_run_argv
 
 from comparison.cli import compare_main
 from comparison.experiment import RunConfig
@@ -16,18 +15,22 @@ from comparison.runner import is_finished, run_comparison, run_dir, run_pending
 
 ray = pytest.importorskip("ray")
 
-# Even smaller than the quick preset: one seed, 200 gradient steps, evaluations at steps 0, 100, 200 and 300.
-TINY = [
-    "--quick",
-    "--seeds",
-    "0",
-    "--variants",
-    "uniform",
-    "per",
-    *tiny_run_argv(total_steps=300, learning_starts=100, eval_freq=100, eval_episodes=2, episode_length=30),
-    "--no-progress-bar",
-]
 RUNS = ("uniform_s0", "per_s0")
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_run_argv) -> list[str]:
+    """Even smaller than the quick preset: one seed, 200 gradient steps, evaluations at steps 0, 100, 200 and 300."""
+    return [
+        "--quick",
+        "--seeds",
+        "0",
+        "--variants",
+        "uniform",
+        "per",
+        *tiny_run_argv(total_steps=300, learning_starts=100, eval_freq=100, eval_episodes=2, episode_length=30),
+        "--no-progress-bar",
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -39,10 +42,10 @@ def local_ray():
 
 
 @pytest.fixture(scope="module")
-def ray_comparison(local_ray, tmp_path_factory):
+def ray_comparison(local_ray, tiny, tmp_path_factory):
     """The tiny comparison through the command line with ``--backend ray``, and the options of ``ray.remote``."""
     out = tmp_path_factory.mktemp("ray_comparison")
-    argv = [*TINY, "--out", str(out), "--backend", "ray"]
+    argv = [*tiny, "--out", str(out), "--backend", "ray"]
     remote_options = []
     real_remote = ray.remote
 
@@ -56,6 +59,7 @@ def ray_comparison(local_ray, tmp_path_factory):
     return argv, out, result, remote_options
 
 
+@pytest.mark.slow
 def test_ray_backend_runs_the_tiny_comparison_then_resumes_without_rerunning(ray_comparison, monkeypatch):
     argv, out, result, remote_options = ray_comparison
     assert remote_options == [{"num_cpus": 1}]  # the runs were Ray tasks of one CPU
@@ -83,6 +87,7 @@ def test_ray_backend_runs_the_tiny_comparison_then_resumes_without_rerunning(ray
     assert pd.read_csv(out / "evaluations.csv").equals(evaluations)
 
 
+@pytest.mark.slow
 def test_a_run_computes_the_same_on_the_local_backend_which_never_imports_ray(ray_comparison, tmp_path):
     _, out, _, _ = ray_comparison
     ray_run = out / "runs" / "per_s0"
@@ -144,15 +149,15 @@ def test_a_failing_run_on_ray_is_reported_with_its_error_and_the_others_finish(l
         (["--backend", "ray", "--workers", "2"], "--workers applies to --backend local"),
     ],
 )
-def test_compare_cli_rejects_backend_options_that_do_not_go_together(argv, message, capsys, tmp_path):
+def test_compare_cli_rejects_backend_options_that_do_not_go_together(argv, message, tiny, capsys, tmp_path):
     with pytest.raises(SystemExit) as exit_info:
-        compare_main([*TINY, "--out", str(tmp_path), *argv])
+        compare_main([*tiny, "--out", str(tmp_path), *argv])
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "runs").exists()
 
 
-def test_compare_cli_hands_the_backend_and_ray_address_to_the_runner(monkeypatch, tmp_path):
+def test_compare_cli_hands_the_backend_and_ray_address_to_the_runner(monkeypatch, tiny, tmp_path):
     given = {}
 
     class Stop(Exception):
@@ -164,10 +169,10 @@ def test_compare_cli_hands_the_backend_and_ray_address_to_the_runner(monkeypatch
 
     monkeypatch.setattr("comparison.runner.run_comparison", fake_run_comparison)
     with pytest.raises(Stop):
-        compare_main([*TINY, "--out", str(tmp_path), "--backend", "ray", "--ray-address", "ray://head:10001"])
+        compare_main([*tiny, "--out", str(tmp_path), "--backend", "ray", "--ray-address", "ray://head:10001"])
     assert given["backend"] == "ray" and given["ray_address"] == "ray://head:10001"
     with pytest.raises(Stop):
-        compare_main([*TINY, "--out", str(tmp_path)])
+        compare_main([*tiny, "--out", str(tmp_path)])
     assert given["backend"] == "local" and given["ray_address"] is None
 
 

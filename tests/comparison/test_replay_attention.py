@@ -5,7 +5,6 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from test_report import synthetic_baselines, synthetic_evaluations
 
 from comparison.plots import replay_attention_figure
 from comparison.report import write_report
@@ -52,7 +51,9 @@ def test_final_telemetry_is_the_mean_over_seeds_of_each_runs_last_evaluation():
     assert table[table["variant"] == "uniform"]["priority_share"].isna().all()
 
 
-def test_the_summary_has_the_final_telemetry_table_and_the_report_draws_the_figure(tmp_path):
+def test_the_summary_has_the_final_telemetry_table_and_the_report_draws_the_figure(
+    tmp_path, synthetic_evaluations, synthetic_baselines
+):
     synthetic_evaluations(np.random.default_rng(0)).to_csv(tmp_path / "evaluations.csv", index=False)
     synthetic_baselines().to_csv(tmp_path / "baselines.csv", index=False)
     synthetic_telemetry().to_csv(tmp_path / "telemetry.csv", index=False)
@@ -64,7 +65,7 @@ def test_the_summary_has_the_final_telemetry_table_and_the_report_draws_the_figu
     assert "| uniform | normal | 80.0% | — | 80.0% | 0.1 | — |" in summary
 
 
-def test_a_comparison_without_telemetry_reports_without_it(tmp_path):
+def test_a_comparison_without_telemetry_reports_without_it(tmp_path, synthetic_evaluations, synthetic_baselines):
     synthetic_evaluations(np.random.default_rng(0)).to_csv(tmp_path / "evaluations.csv", index=False)
     synthetic_baselines().to_csv(tmp_path / "baselines.csv", index=False)
     assert "replay_attention" not in write_report(tmp_path, command="c", seeds=[0, 1, 2])

@@ -13,94 +13,19 @@ from matplotlib.image import imread
 from scipy.stats import trim_mean
 
 from comparison.report import write_report
-from comparison.schema import BASELINE_COLUMNS, EVALUATION_COLUMNS
+from comparison.schema import EVALUATION_COLUMNS
 from comparison.statistics import bootstrap_ci, iqm, keyed_generator, relative_difference_ci
 from comparison.summary import write_summary_md
 from comparison.tables import final_returns, steps_to_threshold, summary_table, variant_order
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+# The steps and seeds of the synthetic_evaluations fixture (conftest.py)
 STEPS = (2_000, 4_000, 6_000, 8_000, 10_000)
 SEEDS = (0, 1, 2)
 
 
-def _eval_row(run: str, variant: str, seed: int, step: int, mean_return: float, **metrics: float) -> dict:
-    row = {
-        "run": run,
-        "variant": variant,
-        "seed": seed,
-        "step": step,
-        "mean_return": mean_return,
-        "std_return": 0.1,
-        "sharpe": 1.0,
-        "max_drawdown": 0.05,
-        "turnover": 2.0,
-        "return_normal": mean_return / 2,
-        "return_stress": mean_return / 4,
-        "return_break": mean_return / 4,
-        "n_episodes": 10,
-    }
-    row.update(metrics)
-    return row
-
-
-def synthetic_evaluations(rng: np.random.Generator) -> pd.DataFrame:
-    """uniform and per, 3 seeds each, 5 evaluation steps; per learns faster. Columns in the documented order."""
-    rows = []
-    for variant, slope in (("uniform", 0.02), ("per", 0.03)):
-        for seed in SEEDS:
-            for step in STEPS:
-                mean_return = slope * step / 1_000 + rng.normal(0, 0.02)
-                rows.append(
-                    _eval_row(
-                        f"{variant}_s{seed}",
-                        variant,
-                        seed,
-                        step,
-                        mean_return,
-                        std_return=abs(rng.normal(0.1, 0.02)),
-                        sharpe=rng.normal(1.0, 0.3),
-                        max_drawdown=abs(rng.normal(0.05, 0.01)),
-                        turnover=abs(rng.normal(2.0, 0.5)),
-                        return_normal=mean_return * 0.6 + rng.normal(0, 0.01),
-                        return_stress=mean_return * 0.3 + rng.normal(0, 0.01),
-                        return_break=mean_return * 0.1 + rng.normal(0, 0.01),
-                    )
-                )
-    return pd.DataFrame(rows, columns=list(EVALUATION_COLUMNS))
-
-
-def synthetic_baselines() -> pd.DataFrame:
-    rows = [
-        {
-            "variant": "zscore",
-            "mean_return": 0.15,
-            "std_return": 0.2,
-            "sharpe": 0.8,
-            "max_drawdown": 0.07,
-            "turnover": 3.0,
-            "return_normal": 0.12,
-            "return_stress": 0.05,
-            "return_break": -0.02,
-            "n_episodes": 10,
-        },
-        {
-            "variant": "flat",
-            "mean_return": 0.0,
-            "std_return": 0.0,
-            "sharpe": 0.0,
-            "max_drawdown": 0.0,
-            "turnover": 0.0,
-            "return_normal": 0.0,
-            "return_stress": 0.0,
-            "return_break": 0.0,
-            "n_episodes": 10,
-        },
-    ]
-    return pd.DataFrame(rows, columns=list(BASELINE_COLUMNS))
-
-
 @pytest.fixture()
-def out_dir(tmp_path: Path) -> Path:
+def out_dir(tmp_path: Path, synthetic_evaluations, synthetic_baselines) -> Path:
     synthetic_evaluations(np.random.default_rng(1234)).to_csv(tmp_path / "evaluations.csv", index=False)
     synthetic_baselines().to_csv(tmp_path / "baselines.csv", index=False)
     return tmp_path
@@ -185,27 +110,12 @@ def test_bootstrap_ci_wider_with_higher_confidence() -> None:
 # ---------------------------------------------------------------------------------------------------------------------
 
 
-def tiny_evaluations() -> pd.DataFrame:
-    """Three runs, rows deliberately out of order; run per_s1 stops early and never reaches 1.0."""
-    rows = [
-        _eval_row("per_s0", "per", 0, 300, 1.5),
-        _eval_row("uniform_s0", "uniform", 0, 100, 0.2),
-        _eval_row("per_s0", "per", 0, 100, 0.5),
-        _eval_row("uniform_s0", "uniform", 0, 200, 1.0),
-        _eval_row("uniform_s0", "uniform", 0, 300, 0.9),
-        _eval_row("per_s0", "per", 0, 200, 1.2),
-        _eval_row("per_s1", "per", 1, 100, 0.1),
-        _eval_row("per_s1", "per", 1, 200, 0.3),
-    ]
-    return pd.DataFrame(rows, columns=list(EVALUATION_COLUMNS))
-
-
 def test_variant_order_puts_uniform_first() -> None:
     assert variant_order(["per", "per", "uniform", "rank", "uniform"]) == ["uniform", "per", "rank"]
     assert variant_order(["b", "a", "b"]) == ["b", "a"]
 
 
-def test_final_returns_picks_last_step_per_run() -> None:
+def test_final_returns_picks_last_step_per_run(tiny_evaluations) -> None:
     final = final_returns(tiny_evaluations())
     assert final["run"].tolist() == ["uniform_s0", "per_s0", "per_s1"]
     assert final["step"].tolist() == [300, 300, 200]
@@ -214,13 +124,13 @@ def test_final_returns_picks_last_step_per_run() -> None:
     assert final["seed"].tolist() == [0, 0, 1]
 
 
-def test_final_returns_ignores_duplicated_index_labels() -> None:
+def test_final_returns_ignores_duplicated_index_labels(tiny_evaluations) -> None:
     evals = tiny_evaluations()
     evals.index = [0] * len(evals)  # e.g. a pd.concat of frames without ignore_index
     assert final_returns(evals)["mean_return"].tolist() == [0.9, 1.5, 0.3]
 
 
-def test_steps_to_threshold_hand_checked() -> None:
+def test_steps_to_threshold_hand_checked(tiny_evaluations) -> None:
     table = steps_to_threshold(tiny_evaluations(), 1.0).set_index("run")
     assert table.loc["uniform_s0", "steps_to_threshold"] == 200  # exactly equal counts as reached
     assert table.loc["per_s0", "steps_to_threshold"] == 200
@@ -268,9 +178,9 @@ def test_relative_difference_near_zero_reference_reports_absolute_only() -> None
     assert relative_difference_ci([0.0004, -0.0002, 0.0001], [0.2, 0.25, 0.3], near_zero=1e-5).relative_defined
 
 
-def test_summary_md_states_near_zero_rule(tmp_path: Path) -> None:
-    rows = [_eval_row(f"uniform_s{s}", "uniform", s, 100, 0.0) for s in SEEDS]
-    rows += [_eval_row(f"per_s{s}", "per", s, 100, 0.1 + 0.01 * s) for s in SEEDS]
+def test_summary_md_states_near_zero_rule(tmp_path: Path, eval_row, synthetic_baselines) -> None:
+    rows = [eval_row(f"uniform_s{s}", "uniform", s, 100, 0.0) for s in SEEDS]
+    rows += [eval_row(f"per_s{s}", "per", s, 100, 0.1 + 0.01 * s) for s in SEEDS]
     evals = pd.DataFrame(rows, columns=list(EVALUATION_COLUMNS))
     text = write_summary_md(evals, synthetic_baselines(), tmp_path / "summary.md", command="x", seeds=SEEDS)
     line = next(line for line in text.splitlines() if "**per vs uniform**" in line)
@@ -278,9 +188,9 @@ def test_summary_md_states_near_zero_rule(tmp_path: Path) -> None:
     assert "absolute +0.110" in line
 
 
-def test_summary_md_refuses_two_runs_of_one_variant_and_seed(tmp_path: Path) -> None:
-    rows = [_eval_row(f"uniform_s{s}", "uniform", s, 100, 0.1) for s in SEEDS]
-    rows.append(_eval_row("uniform_s1_again", "uniform", 1, 100, 0.2))
+def test_summary_md_refuses_two_runs_of_one_variant_and_seed(tmp_path: Path, eval_row, synthetic_baselines) -> None:
+    rows = [eval_row(f"uniform_s{s}", "uniform", s, 100, 0.1) for s in SEEDS]
+    rows.append(eval_row("uniform_s1_again", "uniform", 1, 100, 0.2))
     evals = pd.DataFrame(rows, columns=list(EVALUATION_COLUMNS))
     with pytest.raises(ValueError, match="two runs of variant 'uniform' have seed 1"):
         write_summary_md(evals, synthetic_baselines(), tmp_path / "summary.md", command="x", seeds=SEEDS)
@@ -377,7 +287,9 @@ def test_summary_table_is_deterministic_and_ordered(out_dir: Path) -> None:
     pd.testing.assert_frame_equal(table, summary_table(evals, baselines, rng=3))
 
 
-def test_an_interval_does_not_move_when_the_report_gains_a_variant(tmp_path: Path) -> None:
+def test_an_interval_does_not_move_when_the_report_gains_a_variant(
+    tmp_path: Path, synthetic_evaluations, synthetic_baselines
+) -> None:
     evals = synthetic_evaluations(np.random.default_rng(1234))
     extra = evals.loc[evals["variant"] == "per"].assign(
         variant="lap", run=lambda f: f["run"].str.replace("per", "lap"), mean_return=lambda f: f["mean_return"] + 0.01
@@ -408,7 +320,9 @@ def test_keyed_generators_depend_on_the_seed_and_key_alone() -> None:
             keyed_generator(bad, "iqm")
 
 
-def test_summary_flags_seed_mismatch_and_uneven_runs(tmp_path: Path) -> None:
+def test_summary_flags_seed_mismatch_and_uneven_runs(
+    tmp_path: Path, synthetic_evaluations, synthetic_baselines
+) -> None:
     evals = synthetic_evaluations(np.random.default_rng(0))
     evals = evals[~((evals["run"] == "per_s2") & (evals["step"] == STEPS[-1]))]  # one run stops early
     text = write_summary_md(evals, synthetic_baselines(), tmp_path / "s.md", command="c", seeds=[0, 1, 2, 3])
@@ -479,7 +393,9 @@ def test_report_leaves_matplotlib_global_state_alone(out_dir: Path) -> None:
     assert (matplotlib.get_backend(), dict(matplotlib.rcParams)) == before
 
 
-def test_summary_warns_that_intervals_over_few_seeds_are_ranges(tmp_path: Path) -> None:
+def test_summary_warns_that_intervals_over_few_seeds_are_ranges(
+    tmp_path: Path, synthetic_evaluations, synthetic_baselines
+) -> None:
     rng = np.random.default_rng(0)
     few = synthetic_evaluations(rng)  # 3 seeds per variant
     text = write_summary_md(few, synthetic_baselines(), tmp_path / "few.md", command="c", seeds=SEEDS)

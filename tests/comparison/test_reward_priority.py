@@ -1,6 +1,7 @@
 """A PER ablation buffer whose priorities come from rewards, set when a transition is written and kept."""
 
 import pickle
+import re
 import warnings
 
 import numpy as np
@@ -8,11 +9,13 @@ import pytest
 from gymnasium import spaces
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.utils import set_random_seed
-from test_buffers import ACTION_SPACE, OBS_SPACE
 
+from comparison.ablation_buffers import RewardPrioritizedReplayBuffer
 from comparison.experiment import RunConfig, make_model
-from sb3_per import SAC
-from sb3_per.buffers import PrioritizedReplayBuffer, RewardPrioritizedReplayBuffer
+from sb3_per import LA3P, LAP, SAC, PrioritizedReplayBuffer
+
+OBS_SPACE = spaces.Box(-np.inf, np.inf, (3,), np.float32)
+ACTION_SPACE = spaces.Box(-1.0, 1.0, (1,), np.float32)
 
 
 def reward_buffer(buffer_size: int = 50, n_envs: int = 1, **kwargs) -> RewardPrioritizedReplayBuffer:
@@ -162,16 +165,16 @@ def test_dict_observations_are_refused_as_by_its_base():
         RewardPrioritizedReplayBuffer(10, spaces.Dict({"x": OBS_SPACE}), ACTION_SPACE)
 
 
-@pytest.mark.parametrize("per_mode", ["lap", "la3p"])
-def test_lap_modes_refuse_it_since_its_priorities_never_follow_the_td_errors(per_mode):
-    kwargs = {"inverse_sampling": True} if per_mode == "la3p" else {}
-    with pytest.raises(ValueError, match=f"per_mode='{per_mode}'.*RewardPrioritizedReplayBuffer"):
+@pytest.mark.parametrize("scheme", [LAP(), LA3P()], ids=["lap", "la3p"])
+def test_lap_schemes_refuse_it_since_its_priorities_never_follow_the_td_errors(scheme):
+    kwargs = {"inverse_sampling": True} if isinstance(scheme, LA3P) else {}
+    with pytest.raises(ValueError, match=re.escape(repr(scheme)) + ".*RewardPrioritizedReplayBuffer"):
         SAC(
             "MlpPolicy",
             make_vec_env("Pendulum-v1", n_envs=1, seed=0),
             replay_buffer_class=RewardPrioritizedReplayBuffer,
             replay_buffer_kwargs=kwargs,
-            per_mode=per_mode,
+            replay_scheme=scheme,
             device="cpu",
         )
 
@@ -179,8 +182,12 @@ def test_lap_modes_refuse_it_since_its_priorities_never_follow_the_td_errors(per
 def test_a_lap_model_refuses_to_load_it_and_keeps_its_own_buffer(tmp_path):
     reward = SAC("MlpPolicy", "Pendulum-v1", replay_buffer_class=RewardPrioritizedReplayBuffer, device="cpu")
     reward.save_replay_buffer(tmp_path / "reward.pkl")
-    lap = SAC("MlpPolicy", "Pendulum-v1", replay_buffer_class=PrioritizedReplayBuffer, per_mode="lap", device="cpu")
+    lap = SAC(
+        "MlpPolicy", "Pendulum-v1", replay_buffer_class=PrioritizedReplayBuffer, replay_scheme=LAP(), device="cpu"
+    )
     own = lap.replay_buffer
-    with pytest.raises(ValueError, match=r"per_mode='lap' sets LAP's priorities.*RewardPrioritizedReplayBuffer"):
+    with pytest.raises(
+        ValueError, match=r"LAP\(.*sets its priorities from the TD errors.*RewardPrioritizedReplayBuffer"
+    ):
         lap.load_replay_buffer(tmp_path / "reward.pkl")
     assert lap.replay_buffer is own

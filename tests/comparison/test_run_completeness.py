@@ -80,6 +80,7 @@ def test_collect_runs_combines_only_the_runs_whose_files_are_whole(tmp_path, fin
     assert evaluations["step"].dtype == telemetry["step"].dtype == "int64"
 
 
+@pytest.mark.slow
 def test_a_run_without_its_telemetry_is_redone_and_the_comparison_completes(tmp_path, finished_run, tiny_config):
     config = tiny_config(variant="uniform")
     (finished_run(tmp_path, config) / "telemetry.csv").unlink()

@@ -6,7 +6,6 @@ import re
 import numpy as np
 import pytest
 from scipy.stats import mannwhitneyu
-from test_report import synthetic_baselines, synthetic_evaluations, tiny_evaluations
 
 from comparison.statistics import (
     median_ratio_ci,
@@ -67,13 +66,15 @@ def test_median_ratio_hand_computed():
         median_ratio_ci([0, 10], [5, 5])
 
 
-def test_censored_steps_count_a_run_that_never_reaches_the_return_at_its_last_evaluation():
+def test_censored_steps_count_a_run_that_never_reaches_the_return_at_its_last_evaluation(tiny_evaluations):
     table = censored_steps_to_threshold(tiny_evaluations(), 1.0).set_index("run")
     assert table.loc["uniform_s0", "steps"] == 200 and table.loc["uniform_s0", "reached"]
     assert table.loc["per_s1", "steps"] == 200 and not table.loc["per_s1", "reached"]  # its last step: censored
 
 
-def test_summary_reports_probability_of_improvement_and_steps_ratio_of_the_data(tmp_path):
+def test_summary_reports_probability_of_improvement_and_steps_ratio_of_the_data(
+    tmp_path, synthetic_evaluations, synthetic_baselines
+):
     evals = synthetic_evaluations(np.random.default_rng(1234))
     text = write_summary_md(evals, synthetic_baselines(), tmp_path / "s.md", command="c", seeds=[0, 1, 2])
     final = final_returns(evals)
@@ -87,7 +88,9 @@ def test_summary_reports_probability_of_improvement_and_steps_ratio_of_the_data(
     assert match and float(match.group(1)) == pytest.approx(medians["per"] / medians["uniform"], abs=0.005), text
 
 
-def test_summary_counts_the_seeds_on_which_a_variant_ends_below_uniforms_run_of_that_seed(tmp_path):
+def test_summary_counts_the_seeds_on_which_a_variant_ends_below_uniforms_run_of_that_seed(
+    tmp_path, synthetic_evaluations, synthetic_baselines
+):
     evals = synthetic_evaluations(np.random.default_rng(1234))
     text = write_summary_md(evals, synthetic_baselines(), tmp_path / "s.md", command="c", seeds=[0, 1, 2])
     final = final_returns(evals).set_index(["variant", "seed"])["mean_return"]

@@ -4,15 +4,18 @@ import pickle
 
 import numpy as np
 import pytest
+from gymnasium import spaces
 from stable_baselines3.common.utils import set_random_seed
-from test_replay_tags import ACTION_SPACE, OBS_SPACE, add_tagged_steps, stored_tags
 
-from sb3_per.replay_tags import UNKNOWN_TAG, TagWeightedReplayBuffer
+from comparison.ablation_buffers import TagWeightedReplayBuffer
+from sb3_per.replay_tags import UNKNOWN_TAG
 
+OBS_SPACE = spaces.Box(-np.inf, np.inf, (3,), np.float32)
+ACTION_SPACE = spaces.Box(-1.0, 1.0, (1,), np.float32)
 WEIGHTS = {0: 1.0, 1: 4.0, 2: 0.5, UNKNOWN_TAG: 2.0}  # tag 3 is not listed: weight 1
 
 
-def weighted_buffer(n_envs: int, n_steps: int, tag_weights=WEIGHTS, seed: int = 0):
+def weighted_buffer(add_tagged_steps, n_envs: int, n_steps: int, tag_weights=WEIGHTS, seed: int = 0):
     buffer = TagWeightedReplayBuffer(
         20 * n_envs, OBS_SPACE, ACTION_SPACE, device="cpu", n_envs=n_envs, tag_key="regime", tag_weights=tag_weights
     )
@@ -32,8 +35,10 @@ def assert_frequencies_match(frequencies: np.ndarray, probabilities: np.ndarray,
 
 @pytest.mark.parametrize("n_envs", [1, 2])
 @pytest.mark.parametrize("n_steps", [9, 31])  # partly filled; wrapped (an overwritten leaf takes its new weight)
-def test_each_transition_is_drawn_with_probability_its_tag_weight_over_the_total(n_envs, n_steps):
-    buffer, tags = weighted_buffer(n_envs, n_steps, seed=n_steps)
+def test_each_transition_is_drawn_with_probability_its_tag_weight_over_the_total(
+    n_envs, n_steps, stored_tags, add_tagged_steps
+):
+    buffer, tags = weighted_buffer(add_tagged_steps, n_envs, n_steps, seed=n_steps)
     leaf_tags = stored_tags(buffer, tags)
     weights = np.array([WEIGHTS.get(int(tag), 1.0) for tag in leaf_tags])
     set_random_seed(1)
@@ -41,15 +46,15 @@ def test_each_transition_is_drawn_with_probability_its_tag_weight_over_the_total
     assert_frequencies_match(leaf_frequencies(buffer, n_draws), weights / weights.sum(), n_draws)
 
 
-def test_without_weights_every_stored_transition_is_drawn_alike():
-    buffer, _ = weighted_buffer(n_envs=2, n_steps=31, tag_weights=None)
+def test_without_weights_every_stored_transition_is_drawn_alike(add_tagged_steps):
+    buffer, _ = weighted_buffer(add_tagged_steps, n_envs=2, n_steps=31, tag_weights=None)
     set_random_seed(2)
     n_draws, n_stored = 100_000, buffer.size() * 2
     assert_frequencies_match(leaf_frequencies(buffer, n_draws), np.full(n_stored, 1 / n_stored), n_draws)
 
 
-def test_samples_are_the_stored_transitions_at_their_indices_and_carry_no_weights():
-    buffer, tags = weighted_buffer(n_envs=3, n_steps=25)
+def test_samples_are_the_stored_transitions_at_their_indices_and_carry_no_weights(stored_tags, add_tagged_steps):
+    buffer, tags = weighted_buffer(add_tagged_steps, n_envs=3, n_steps=25)
     batch = buffer.sample(64)
     env_indices, positions = batch.indices % 3, batch.indices // 3
     np.testing.assert_array_equal(batch.observations.numpy(), buffer.observations[positions, env_indices])
@@ -60,8 +65,8 @@ def test_samples_are_the_stored_transitions_at_their_indices_and_carry_no_weight
     assert not hasattr(batch, "weights")
 
 
-def test_seeded_sampling_repeats_and_survives_pickling():
-    buffer, _ = weighted_buffer(n_envs=2, n_steps=31)
+def test_seeded_sampling_repeats_and_survives_pickling(add_tagged_steps):
+    buffer, _ = weighted_buffer(add_tagged_steps, n_envs=2, n_steps=31)
     restored = pickle.loads(pickle.dumps(buffer))
     set_random_seed(3)
     first = buffer.sample(50).indices
@@ -69,7 +74,7 @@ def test_seeded_sampling_repeats_and_survives_pickling():
     np.testing.assert_array_equal(restored.sample(50).indices, first)
 
 
-def test_an_empty_buffer_cannot_be_sampled_and_reset_empties_it():
+def test_an_empty_buffer_cannot_be_sampled_and_reset_empties_it(add_tagged_steps):
     buffer = TagWeightedReplayBuffer(10, OBS_SPACE, ACTION_SPACE, device="cpu", tag_key="regime")
     with pytest.raises(ValueError, match="empty"):
         buffer.sample(4)

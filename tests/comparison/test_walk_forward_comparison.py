@@ -6,7 +6,6 @@ import gymnasium as gym
 import numpy as np
 import pandas as pd
 import pytest
-from tiny_runs import tiny_run_argv
 
 import comparison.experiment
 from comparison.cli import compare_main
@@ -14,15 +13,20 @@ from comparison.experiment import RunConfig, baseline_rows, train_run
 from envs import SAMPLE_CSV_PATH, walk_forward_env_kwargs
 
 SPLIT = 1_050  # the bundled CSV's 1500 rows, the last 30% for evaluation
-TINY = [
-    "--quick",
-    "--seeds",
-    "0",
-    "--variants",
-    "uniform",
-    *tiny_run_argv(total_steps=300, learning_starts=100, eval_freq=150, eval_episodes=3, episode_length=40),
-    "--no-progress-bar",
-]
+
+
+@pytest.fixture
+def tiny(tiny_run_argv) -> list[str]:
+    """One uniform run of 300 steps, evaluated at steps 0, 150 and 300 on 3 episodes of 40 steps."""
+    return [
+        "--quick",
+        "--seeds",
+        "0",
+        "--variants",
+        "uniform",
+        *tiny_run_argv(total_steps=300, learning_starts=100, eval_freq=150, eval_episodes=3, episode_length=40),
+        "--no-progress-bar",
+    ]
 
 
 class EpisodeRows(gym.Wrapper):
@@ -38,8 +42,9 @@ class EpisodeRows(gym.Wrapper):
         return result
 
 
-def test_the_command_line_trains_on_the_earlier_rows_and_evaluates_on_the_later_ones(tmp_path):
-    argv = [*TINY, "--out", str(tmp_path), "--prices", str(SAMPLE_CSV_PATH), "--test-fraction", "0.3"]
+@pytest.mark.slow
+def test_the_command_line_trains_on_the_earlier_rows_and_evaluates_on_the_later_ones(tmp_path, tiny):
+    argv = [*tiny, "--out", str(tmp_path), "--prices", str(SAMPLE_CSV_PATH), "--test-fraction", "0.3"]
     assert compare_main(argv)["failures"] == {}
     config = json.loads((tmp_path / "runs" / "uniform_s0" / "config.json").read_text())
     assert config["env_kwargs"] == {"episode_length": 40, "prices_csv": str(SAMPLE_CSV_PATH), "price_rows": [0, SPLIT]}
@@ -93,9 +98,9 @@ def test_no_evaluation_or_baseline_episode_reads_a_training_price(tmp_path, monk
         ),
     ],
 )
-def test_a_split_that_cannot_be_made_is_a_usage_error(argv, message, capsys, tmp_path):
+def test_a_split_that_cannot_be_made_is_a_usage_error(argv, message, tiny, capsys, tmp_path):
     with pytest.raises(SystemExit) as exit_info:
-        compare_main([*TINY, "--out", str(tmp_path), *argv])
+        compare_main([*tiny, "--out", str(tmp_path), *argv])
     assert exit_info.value.code == 2
     error = capsys.readouterr().err
     assert message in error and "Traceback" not in error

@@ -2,12 +2,13 @@
 
 import pickle
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import stable_baselines3
 from gymnasium import spaces
 
-from sb3_per import PrioritizedDictReplayBuffer, PrioritizedReplayBuffer
+from sb3_per import SAC, PrioritizedDictReplayBuffer, PrioritizedReplayBuffer
 
 OBS_SPACE = spaces.Box(-np.inf, np.inf, (3,), np.float32)
 ACTION_SPACE = spaces.Box(-1.0, 1.0, (1,), np.float32)
@@ -95,3 +96,41 @@ def test_pickling_keeps_auto_and_the_progress():
     buffer.set_beta_progress(0.75)
     restored = pickle.loads(pickle.dumps(buffer))
     assert restored.beta_anneal_steps == "auto" and restored.beta == buffer.beta
+
+
+def record_betas(model: SAC, monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The buffer's beta after each of the model's training calls from now on (the beta its last batch used)."""
+    betas: list[float] = []
+    real_train = model.train
+
+    def train(*args, **kwargs):
+        real_train(*args, **kwargs)
+        betas.append(model.replay_buffer.beta)
+
+    monkeypatch.setattr(model, "train", train)
+    return betas
+
+
+@pytest.mark.slow
+def test_auto_beta_never_goes_down_when_a_saved_run_resumes_without_resetting_its_timesteps(tmp_path, monkeypatch):
+    settings = dict(learning_starts=20, batch_size=16, policy_kwargs=dict(net_arch=[8]), seed=0)
+    model = SAC(
+        "MlpPolicy",
+        "Pendulum-v1",
+        replay_buffer_class=PrioritizedReplayBuffer,
+        replay_buffer_kwargs=dict(beta_anneal_steps="auto"),
+        **settings,
+    )
+    betas = record_betas(model, monkeypatch)
+    model.learn(60)
+    assert betas == sorted(betas) and betas[-1] == pytest.approx(1.0)  # beta_end once the run's steps are in
+    model.save(tmp_path / "model.zip")
+    model.save_replay_buffer(tmp_path / "buffer.pkl")
+
+    resumed = SAC.load(tmp_path / "model.zip", env=gym.make("Pendulum-v1"))
+    resumed.load_replay_buffer(tmp_path / "buffer.pkl")
+    resumed_betas = record_betas(resumed, monkeypatch)
+    # Continued, the run is 60 of 90 steps in: its progress restarts at 2/3, where beta would be 0.8.
+    resumed.learn(30, reset_num_timesteps=False)
+    assert resumed.num_timesteps == 90 and len(resumed_betas) == 30
+    assert resumed_betas == [pytest.approx(1.0)] * 30

@@ -13,6 +13,7 @@ from stable_baselines3.common.type_aliases import ReplayBufferSamples
 from stable_baselines3.common.utils import set_random_seed
 
 from sb3_per import PrioritizedReplayBuffer, PrioritizedReplayBufferSamples
+from sb3_per.rank_heap import RankHeap
 
 OBS_SPACE = spaces.Box(-np.inf, np.inf, (3,), np.float32)
 ACTION_SPACE = spaces.Box(-1.0, 1.0, (1,), np.float32)
@@ -40,6 +41,12 @@ def set_priorities(buffer: PrioritizedReplayBuffer, priorities: np.ndarray) -> N
 
 def leaf_priorities(buffer: PrioritizedReplayBuffer) -> np.ndarray:
     return buffer.tree[np.arange(buffer.n_transitions)]
+
+
+def rank_heap(buffer: PrioritizedReplayBuffer) -> RankHeap:
+    """The heap a rank-based buffer samples from (its ``RankIndex``'s)."""
+    assert buffer.rank_index is not None
+    return buffer.rank_index.heap
 
 
 # --- construction ---------------------------------------------------------------------------------
@@ -159,7 +166,7 @@ def test_rank_based_sampling_frequencies_match_one_over_rank_to_the_alpha():
     add_steps(buffer, capacity)
     td_errors = np.random.default_rng(2).permutation(np.arange(1, capacity + 1, dtype=float))  # distinct
     buffer.update_priorities(np.arange(capacity), td_errors)
-    buffer.ranks.sort()  # exact ranks (between re-sorts the heap order approximates them)
+    rank_heap(buffer).sort()  # exact ranks (between re-sorts the heap order approximates them)
     rank = np.empty(capacity, dtype=np.int64)
     rank[np.argsort(-td_errors)] = np.arange(1, capacity + 1)
     expected = (1.0 / rank) ** 0.7
@@ -181,7 +188,7 @@ def test_rank_based_importance_weights_equal_a_hand_computation(normalization):
     )
     add_steps(buffer, 6)
     buffer.update_priorities(np.arange(6), np.array([0.5, 1.0, 2.0, 4.0, 0.25, 8.0]))
-    buffer.ranks.sort()
+    rank_heap(buffer).sort()
     samples = buffer.sample(4)
     rank = np.array([4, 3, 2, 1, 5, 0])  # 0-based rank of each transition, by decreasing error
     probabilities = (1.0 / (rank + 1)) ** 0.5
@@ -196,8 +203,8 @@ def test_rank_based_new_transitions_enter_at_rank_one_and_priorities_stay_readab
     add_steps(buffer, 6)
     buffer.update_priorities(np.arange(6), np.arange(6) * 10.0)
     add_steps(buffer, 1, start=6)
-    assert buffer.ranks.position(np.array([6]))[0] == 0
-    np.testing.assert_array_equal(buffer.ranks[np.arange(7)], leaf_priorities(buffer))
+    assert rank_heap(buffer).position(np.array([6]))[0] == 0
+    np.testing.assert_array_equal(rank_heap(buffer)[np.arange(7)], leaf_priorities(buffer))
 
 
 def test_rank_based_prioritization_is_checked_against_its_limits():
@@ -415,17 +422,19 @@ def test_rank_based_buffer_pickles_without_what_it_can_rebuild():
     buffer = make_buffer(buffer_size=1000, prioritization="rank")
     add_steps(buffer, 1000)
     buffer.update_priorities(np.arange(1000), np.random.default_rng(0).exponential(size=1000))
-    buffer.ranks.sort()  # allocates sort()'s scratch arrays
+    rank_heap(buffer).sort()  # allocates sort()'s scratch arrays
     loaded = pickle.loads(pickle.dumps(buffer))
-    assert len(pickle.dumps(buffer.ranks)) < 30 * 1000  # 24 bytes a leaf, not 64
-    np.testing.assert_array_equal(loaded.ranks.position(np.arange(1000)), buffer.ranks.position(np.arange(1000)))
+    assert len(pickle.dumps(rank_heap(buffer))) < 30 * 1000  # 24 bytes a leaf, not 64
+    np.testing.assert_array_equal(
+        rank_heap(loaded).position(np.arange(1000)), rank_heap(buffer).position(np.arange(1000))
+    )
     set_random_seed(3)
     expected = buffer.sample(32)
     set_random_seed(3)
     got = loaded.sample(32)
     np.testing.assert_array_equal(got.indices, expected.indices)
     assert th.equal(got.weights, expected.weights)
-    loaded.ranks.sort()  # its scratch arrays come back on demand
+    rank_heap(loaded).sort()  # its scratch arrays come back on demand
 
 
 def test_reset_forgets_priorities():
@@ -455,6 +464,7 @@ def test_no_warning_when_priorities_are_updated():
             buffer.update_priorities(samples.indices, np.ones(4))
 
 
+@pytest.mark.slow
 def test_stock_sb3_sac_runs_end_to_end_with_the_buffer_class():
     env = gym.make("Pendulum-v1")
     model = stable_baselines3.SAC(
@@ -552,6 +562,7 @@ def test_n_step_buffer_parameters_are_checked():
         make_buffer(n_steps=3, optimize_memory_usage=True, handle_timeout_termination=False)
 
 
+@pytest.mark.slow
 def test_sb3_per_sac_trains_on_n_step_prioritized_samples():
     from sb3_per import SAC
 

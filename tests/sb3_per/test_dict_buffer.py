@@ -1,11 +1,9 @@
 """PrioritizedDictReplayBuffer: the same sampling and priority code as PrioritizedReplayBuffer, dict storage."""
 
-import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
 from gymnasium import spaces
-from per_checks import DictObservation
 from stable_baselines3.common.envs import SimpleMultiObsEnv
 from stable_baselines3.common.type_aliases import DictReplayBufferSamples
 from stable_baselines3.common.utils import set_random_seed
@@ -81,11 +79,10 @@ def test_dict_buffer_refuses_what_it_cannot_store():
         PrioritizedDictReplayBuffer(10, DICT, ACTION_SPACE, n_steps=0)
 
 
-def test_sac_trains_with_prioritized_dict_replay_and_updates_its_priorities():
-    env = DictObservation(gym.make("Pendulum-v1"))
+def test_sac_trains_with_prioritized_dict_replay_and_updates_its_priorities(dict_pendulum):
     model = SAC(
         "MultiInputPolicy",
-        env,
+        dict_pendulum,
         replay_buffer_class=PrioritizedDictReplayBuffer,
         learning_starts=50,
         batch_size=32,

@@ -9,15 +9,14 @@ import numpy as np
 import pytest
 import stable_baselines3
 import torch as th
-from per_checks import assert_only_sampled_priorities_follow, priorities
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
 from torch.nn import functional as F
 
 import sb3_per.dqn as dqn_module
-import sb3_per.per_algorithm as per_module
-from sb3_per import DQN, PrioritizedReplayBuffer
-from sb3_per.per_algorithm import PER_LOGGER_KEYS, weighted_huber_loss
+import sb3_per.schemes.base as scheme_base
+from sb3_per import DQN, PER, PrioritizedReplayBuffer
+from sb3_per.schemes.losses import weighted_huber_loss
 
 ENV_ID = "CartPole-v1"
 
@@ -73,7 +72,7 @@ def test_matches_stable_baselines3_dqn_with_a_uniform_buffer(monkeypatch):
     def must_not_run(*args, **kwargs):
         raise AssertionError("PER work done with a uniform buffer")
 
-    for module, name in [(dqn_module, "weighted_huber_loss"), (per_module, "td_errors_for_priorities")]:
+    for module, name in [(dqn_module, "weighted_huber_loss"), (scheme_base, "absolute_td_errors")]:
         monkeypatch.setattr(module, name, must_not_run)
     model = DQN("MlpPolicy", ENV_ID, policy_kwargs={"net_arch": [16, 16]}, **settings).learn(400)
 
@@ -89,7 +88,9 @@ def test_matches_stable_baselines3_dqn_with_a_uniform_buffer(monkeypatch):
 # --- prioritized replay: weighted loss, write-back of the sampled indices only -----------------------------
 
 
-def test_priorities_of_the_sampled_indices_follow_their_td_errors(monkeypatch):
+def test_priorities_of_the_sampled_indices_follow_their_td_errors(
+    monkeypatch, priorities, assert_only_sampled_priorities_follow
+):
     model = per_dqn(learning_starts=300, buffer_size=1000)
     model.learn(300)  # collects 300 transitions, trains only once num_timesteps > learning_starts
     buffer = model.replay_buffer
@@ -121,7 +122,7 @@ def test_priorities_of_the_sampled_indices_follow_their_td_errors(monkeypatch):
 
     assert_only_sampled_priorities_follow(buffer, before, batch.indices, error)
     assert buffer.n_priority_updates == 1
-    for key in PER_LOGGER_KEYS:
+    for key in PER.logger_keys:
         assert np.isfinite(model.logger.name_to_value[key]), key
 
 
@@ -138,7 +139,8 @@ def test_save_load_keeps_the_class(tmp_path):
 # --- learning: DQN with PER solves much of CartPole in a short budget ----------------------------------------
 
 
-def test_dqn_with_per_learns_cartpole():
+@pytest.mark.slow
+def test_dqn_with_per_learns_cartpole(priorities):
     # RL Zoo's tuned CartPole-v1 DQN hyperparameters, with a smaller network and a shorter budget.
     # Evaluation returns after 15k steps: 500, 196, 141 for seeds 0, 1, 2 (random play: about 22)
     model = DQN(

@@ -9,10 +9,9 @@ from typing import Any
 import numpy as np
 import pytest
 import torch as th
-from per_checks import priorities
 
-from sb3_per import DDPG, DQN, SAC, TD3, PrioritizedReplayBuffer
-from sb3_per.per_algorithm import lap_loss, pal_loss
+from sb3_per import DDPG, DQN, LAP, PAL, PER, SAC, TD3, PrioritizedReplayBuffer
+from sb3_per.schemes.losses import lap_loss, pal_loss
 
 CONTINUOUS = {"SAC": SAC, "TD3": TD3, "DDPG": DDPG}
 
@@ -63,34 +62,32 @@ def test_a_buffer_gamma_that_disagrees_with_the_algorithms_raises_naming_both():
 
 
 @pytest.mark.parametrize("name", CONTINUOUS)
-@pytest.mark.parametrize(("per_mode", "expected"), [("per", "mean"), ("lap", "max"), ("pal", "max")])
-def test_td_error_reduction_defaults_to_the_max_for_lap_and_pal_and_the_mean_for_per(name, per_mode, expected):
-    buffer_class = None if per_mode == "pal" else PrioritizedReplayBuffer
-    model = CONTINUOUS[name]("MlpPolicy", "Pendulum-v1", per_mode=per_mode, replay_buffer_class=buffer_class)
-    assert model.td_error_reduction == expected
+@pytest.mark.parametrize(("scheme", "expected"), [(PER, "mean"), (LAP, "max"), (PAL, "max")])
+def test_td_error_reduction_defaults_to_the_max_for_lap_and_pal_and_the_mean_for_per(name, scheme, expected):
+    buffer_class = None if scheme is PAL else PrioritizedReplayBuffer
+    model = CONTINUOUS[name]("MlpPolicy", "Pendulum-v1", replay_scheme=scheme(), replay_buffer_class=buffer_class)
+    assert model.replay_scheme.td_error_reduction == expected
     other = "mean" if expected == "max" else "max"
     chosen = CONTINUOUS[name](
-        "MlpPolicy", "Pendulum-v1", per_mode=per_mode, replay_buffer_class=buffer_class, td_error_reduction=other
+        "MlpPolicy", "Pendulum-v1", replay_scheme=scheme(td_error_reduction=other), replay_buffer_class=buffer_class
     )
-    assert chosen.td_error_reduction == other
+    assert chosen.replay_scheme.td_error_reduction == other
 
 
 @pytest.mark.parametrize("bad", [0.0, -1.0, float("nan"), float("inf")])
 @pytest.mark.parametrize("algorithm", [SAC, DQN])
 def test_a_bad_lap_min_priority_raises_naming_it(algorithm, bad):
     env_id = "CartPole-v1" if algorithm is DQN else "Pendulum-v1"
-    with pytest.raises(ValueError, match=rf"lap_min_priority .*{bad}"):
-        algorithm(
-            "MlpPolicy", env_id, per_mode="lap", replay_buffer_class=PrioritizedReplayBuffer, lap_min_priority=bad
-        )
+    # LAP checks its parameters when it is made, before any algorithm sees it
+    with pytest.raises(ValueError, match=rf"min_priority .*{bad}"):
+        algorithm("MlpPolicy", env_id, replay_scheme=LAP(min_priority=bad), replay_buffer_class=PrioritizedReplayBuffer)
 
 
-def test_lap_min_priority_floors_the_priorities():
+def test_lap_min_priority_floors_the_priorities(priorities):
     model = SAC(
         "MlpPolicy",
         "Pendulum-v1",
-        per_mode="lap",
-        lap_min_priority=3.0,
+        replay_scheme=LAP(min_priority=3.0),
         replay_buffer_class=PrioritizedReplayBuffer,
         replay_buffer_kwargs={"alpha": 0.4},
         **small(),

@@ -10,7 +10,7 @@ from scipy import stats
 from stable_baselines3.common.utils import set_random_seed
 
 from sb3_per import PrioritizedDictReplayBuffer, PrioritizedReplayBuffer, SumTree
-from sb3_per.buffers import FADE_RESCALE_DOUBLINGS
+from sb3_per.fading import FADE_RESCALE_DOUBLINGS
 
 OBS_SPACE = spaces.Box(-np.inf, np.inf, (3,), np.float32)
 ACTION_SPACE = spaces.Box(-1.0, 1.0, (1,), np.float32)
@@ -90,11 +90,11 @@ def test_faded_sampling_matches_the_formula_before_and_after_a_rescale():
     buffer, reference = faded_pair(3 * 13, n_envs=3, half_life=4.0, alpha=0.7)
     rng = np.random.default_rng(0)
     train(buffer, reference, rng, 10)
-    assert buffer._fade_offset == 0 and buffer.full
+    assert buffer.fading.offset == 0 and buffer.full
     for rescaled in (False, True):
         if rescaled:  # past 64 half-lives of adds, the tree has been rescaled (several times)
             train(buffer, reference, rng, int(FADE_RESCALE_DOUBLINGS * 4 / 2))
-            assert buffer._fade_offset > FADE_RESCALE_DOUBLINGS
+            assert buffer.fading.offset > FADE_RESCALE_DOUBLINGS
         effective = reference.effective(39)
         np.testing.assert_allclose(buffer.priorities_at(np.arange(39)), effective, rtol=1e-12)
         assert buffer.mean_priority == pytest.approx(effective.mean(), rel=1e-12)
@@ -112,7 +112,7 @@ def test_faded_importance_weights_equal_a_hand_computation(normalization):
     buffer, reference = faded_pair(20, n_envs=1, half_life=3.0, beta_start=0.5, weight_normalization=normalization)
     rng = np.random.default_rng(1)
     train(buffer, reference, rng, 60)  # rescaled on the way
-    assert buffer._fade_offset > 0
+    assert buffer.fading.offset > 0
     beta = buffer.beta
     samples = buffer.sample(8)
     probabilities = reference.effective(20) / reference.effective(20).sum()
@@ -136,7 +136,7 @@ def test_tag_shares_and_the_inverse_tree_follow_the_faded_priorities_through_res
     tags = np.random.default_rng(3).integers(0, 3, 97)
     rng = np.random.default_rng(4)
     train(buffer, reference, rng, 80, tags)
-    assert buffer._fade_offset > 0
+    assert buffer.fading.offset > 0
     effective = buffer.priorities_at(np.arange(50))
     stored_tags = buffer.tags_at(np.arange(50))
     shares = buffer.tag_priority_shares()
@@ -144,8 +144,8 @@ def test_tag_shares_and_the_inverse_tree_follow_the_faded_priorities_through_res
         assert shares[tag] == pytest.approx(effective[stored_tags == tag].sum() / effective.sum(), rel=1e-9)
     rebuilt = SumTree(50)
     rebuilt.update(np.arange(50), 1.0 / buffer.tree[np.arange(50)])
-    np.testing.assert_allclose(buffer.inverse_tree[np.arange(50)], rebuilt[np.arange(50)], rtol=1e-15)
-    assert buffer.inverse_tree.total == pytest.approx(rebuilt.total, rel=1e-12)
+    np.testing.assert_allclose(buffer.inverse_index.tree[np.arange(50)], rebuilt[np.arange(50)], rtol=1e-15)
+    assert buffer.inverse_index.tree.total == pytest.approx(rebuilt.total, rel=1e-12)
 
 
 def test_pickling_keeps_the_fading_clock():
@@ -153,11 +153,11 @@ def test_pickling_keeps_the_fading_clock():
     rng = np.random.default_rng(5)
     train(buffer, reference, rng, 40)
     restored = pickle.loads(pickle.dumps(buffer))
-    assert (restored.n_add_calls, restored._fade_offset) == (buffer.n_add_calls, buffer._fade_offset)
+    assert (restored.fading.n_add_calls, restored.fading.offset) == (buffer.fading.n_add_calls, buffer.fading.offset)
     for copy in (buffer, restored):  # the same future on both
         add(copy, FadingReference(30, 1, 2.0, 0.6, 1e-6), 45)
     np.testing.assert_array_equal(restored.tree[np.arange(30)], buffer.tree[np.arange(30)])
-    assert restored._fade_offset == buffer._fade_offset
+    assert restored.fading.offset == buffer.fading.offset
 
 
 def test_without_a_half_life_the_tree_holds_exactly_the_written_priorities_and_weights_the_plain_formula():
@@ -204,12 +204,68 @@ def test_bad_half_lives_are_refused(half_life, kwargs, message):
         )
 
 
+@pytest.mark.parametrize("buffer_class", [PrioritizedReplayBuffer, PrioritizedDictReplayBuffer])
+def test_a_half_life_whose_buffer_normalized_weights_would_underflow_float32_is_refused(buffer_class):
+    # 1000 slots at half-life 5: the oldest transition fades by up to 2 ** -200 before it is overwritten. Divided by
+    # its weight, a fresh sample's is about (epsilon ** alpha * 2 ** -200) ** beta, 1e-64 at beta 1: 0 in float32.
+    space = spaces.Dict({"a": OBS_SPACE}) if buffer_class is PrioritizedDictReplayBuffer else OBS_SPACE
+    settings = dict(priority_half_life=5.0, epsilon=1e-6, alpha=0.6, beta_start=0.4, beta_end=1.0)
+    with pytest.raises(ValueError, match=r"priority_half_life=5.0 with weight_normalization='buffer'.*'batch'"):
+        buffer_class(1000, space, ACTION_SPACE, weight_normalization="buffer", **settings)
+    # "batch" divides by the batch's own largest weight, which fading does not shrink
+    buffer_class(1000, space, ACTION_SPACE, weight_normalization="batch", **settings)
+
+
+def test_the_weights_of_an_accepted_faded_buffer_stay_above_zero_at_the_oldest_fade():
+    # 200 slots at half-life 2: up to 2 ** -100, inside float32's range, so "buffer" is accepted
+    buffer = PrioritizedReplayBuffer(
+        200, OBS_SPACE, ACTION_SPACE, device="cpu", priority_half_life=2.0, beta_start=1.0, beta_end=1.0
+    )
+    obs = np.zeros((1, 3), dtype=np.float32)
+    buffer.add(obs, obs, np.zeros((1, 1)), np.zeros(1), np.zeros(1), [{}])
+    buffer.update_priorities(np.array([0]), np.array([0.0]))  # the smallest priority there is, epsilon ** alpha
+    for _ in range(199):  # it ages until it is the next to be overwritten; the rest enter at max_priority
+        buffer.add(obs, obs, np.zeros((1, 1)), np.zeros(1), np.zeros(1), [{}])
+    oldest = buffer.priorities_at(np.array([0]))[0]
+    assert oldest == pytest.approx(1e-6**0.6 * 2.0 ** (-199 / 2), rel=1e-9)
+    set_random_seed(0)
+    weights = buffer.sample(64).weights.numpy()
+    assert weights.min() > 0.0
+    assert weights.max() < 1e-20  # the fresh samples' weights are as small as the check allows for: near the limit
+
+
+def test_a_half_life_that_would_fade_the_smallest_priority_below_float64_is_refused():
+    # epsilon ** alpha = 2 ** -950. 1000 slots at half-life 12.5 fade it by up to 2 ** -80, below float64's normal
+    # range (2 ** -1022): a transition of TD error 0 would end at priority 0, never to be sampled again.
+    # beta 0 (no weight depends on epsilon) and "batch": only the priority check is left to refuse it.
+    settings = dict(epsilon=2.0**-950, alpha=1.0, beta_start=0.0, beta_end=0.0, weight_normalization="batch")
+    with pytest.raises(ValueError, match=r"epsilon \*\* alpha = .* fades by up to 2 \*\* -80 .*priority_half_life"):
+        PrioritizedReplayBuffer(1000, OBS_SPACE, ACTION_SPACE, priority_half_life=12.5, **settings)
+    # At half-life 1000 / 70 (up to 2 ** -70) it stays a normal float64: a transition at it ages through a rescale
+    # of the store (at 64 half-lives) and keeps its faded priority, exactly.
+    half_life = 1000 / 70
+    buffer = PrioritizedReplayBuffer(
+        1000, OBS_SPACE, ACTION_SPACE, device="cpu", priority_half_life=half_life, **settings
+    )
+    obs = np.zeros((1, 3), dtype=np.float32)
+    buffer.add(obs, obs, np.zeros((1, 1)), np.zeros(1), np.zeros(1), [{}])
+    buffer.update_priorities(np.array([0]), np.array([0.0]))  # the smallest priority there is, epsilon ** alpha
+    for _ in range(999):  # it ages until it is the next to be overwritten
+        buffer.add(obs, obs, np.zeros((1, 1)), np.zeros(1), np.zeros(1), [{}])
+    assert buffer.fading.offset > 0
+    expected = 2.0**-950 * 2.0 ** (-999 / half_life)
+    assert expected > np.finfo(np.float64).tiny
+    assert buffer.priorities_at(np.array([0]))[0] == pytest.approx(expected, rel=1e-9)
+    assert buffer.tree.min == buffer.tree[0] > 0.0  # still the smallest stored priority, not gone to zero
+
+
 def test_a_rescale_before_the_buffer_is_full_keeps_tagged_sums_exact():
-    # half-life 2: a rescale every ~130 adds, long before 1000 slots fill
-    buffer, reference = faded_pair(1000, n_envs=2, half_life=2.0, tag_key="regime")
+    # half-life 2: a rescale every ~130 adds, long before 1000 slots fill. The oldest of 500 slots fades by
+    # 2 ** -250, which "buffer" weight normalization refuses (its weights would underflow): "batch" has no such limit.
+    buffer, reference = faded_pair(1000, n_envs=2, half_life=2.0, tag_key="regime", weight_normalization="batch")
     tags = np.random.default_rng(5).integers(0, 3, 89)
     train(buffer, reference, np.random.default_rng(6), 120, tags)
-    assert buffer._fade_offset > 0 and not buffer.full
+    assert buffer.fading.offset > 0 and not buffer.full
     n_stored = buffer.n_transitions
     effective = buffer.priorities_at(np.arange(n_stored))
     stored_tags = buffer.tags_at(np.arange(n_stored))

@@ -1,4 +1,4 @@
-"""per_mode="la3p" (Saglam et al. 2023): uniform, prioritized and inverse-prioritized batches, on the budget of
+"""LA3P (Saglam et al. 2023): uniform, prioritized and inverse-prioritized batches, on the budget of
 uniform replay ("matched") or the authors' schedule ("paper")."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 import stable_baselines3
 import torch as th
-from per_checks import RegimeTaggedPendulum, record_calls
 
-import sb3_per.per_algorithm as per_algorithm
-from sb3_per import DDPG, DQN, SAC, TD3, PrioritizedReplayBuffer
+from sb3_per import DDPG, DQN, LA3P, SAC, TD3, PrioritizedReplayBuffer
+from sb3_per.schemes.la3p import la3p_matched_loss
+from sb3_per.schemes.losses import lap_loss, pal_loss
 from sb3_per.telemetry import telemetry_key
 
 BATCH = 32
@@ -22,12 +22,12 @@ def small(**kwargs: Any) -> dict[str, Any]:
     return {"policy_kwargs": {"net_arch": [16, 16]}, "batch_size": BATCH, "learning_starts": 50, "seed": 0, **kwargs}
 
 
-def la3p(algorithm: type = SAC, env: Any = "Pendulum-v1", **kwargs: Any) -> Any:
+def la3p(algorithm: type = SAC, env: Any = "Pendulum-v1", scheme: LA3P | None = None, **kwargs: Any) -> Any:
     buffer_kwargs = {"inverse_sampling": True, "alpha": 0.4, **kwargs.pop("replay_buffer_kwargs", {})}
     return algorithm(
         "MlpPolicy",
         env,
-        per_mode="la3p",
+        replay_scheme=LA3P() if scheme is None else scheme,
         replay_buffer_class=PrioritizedReplayBuffer,
         replay_buffer_kwargs=buffer_kwargs,
         **small(**kwargs),
@@ -98,7 +98,7 @@ def test_matched_budget_makes_the_optimizer_steps_of_uniform_sac_on_batches_of_n
 
 
 def test_paper_budget_makes_two_of_each_step_on_half_batches(monkeypatch):
-    model = la3p(la3p_budget="paper")
+    model = la3p(scheme=LA3P(budget="paper"))
     model.learn(60)
     steps, sizes = count_steps(monkeypatch, model), record_batch_sizes(monkeypatch, model)
     model.train(gradient_steps=3, batch_size=BATCH)
@@ -108,7 +108,7 @@ def test_paper_budget_makes_two_of_each_step_on_half_batches(monkeypatch):
 
 @pytest.mark.parametrize("budget", ["matched", "paper"])
 def test_la3p_fraction_one_draws_no_uniform_batch(monkeypatch, budget):
-    model = la3p(la3p_fraction=1.0, la3p_budget=budget)
+    model = la3p(scheme=LA3P(fraction=1.0, budget=budget))
     model.learn(60)
 
     def no_uniform(*args, **kwargs):
@@ -131,7 +131,7 @@ def test_la3p_fraction_one_draws_no_uniform_batch(monkeypatch, budget):
 
 @pytest.mark.parametrize("budget", ["matched", "paper"])
 def test_priorities_are_written_back_from_both_critic_batches(monkeypatch, budget):
-    model = la3p(la3p_budget=budget)
+    model = la3p(scheme=LA3P(budget=budget))
     model.learn(60)
     buffer = model.replay_buffer
     uniform_batches, prioritized_batches, updates = [], [], []
@@ -160,24 +160,24 @@ def test_priorities_are_written_back_from_both_critic_batches(monkeypatch, budge
     written = np.concatenate([indices for indices, _ in updates])
     assert len(updates) == (1 if budget == "matched" else 2)
     np.testing.assert_array_equal(written, np.concatenate((uniform.indices, prioritized.indices)))
-    assert min(float(td.min()) for _, td in updates) >= model.lap_min_priority  # LAP's floor, for both parts
+    assert min(float(td.min()) for _, td in updates) >= model.replay_scheme.min_priority  # LAP's floor, both parts
 
 
 def test_matched_loss_is_pal_on_the_uniform_part_and_lap_on_the_prioritized_part():
     generator = th.Generator().manual_seed(0)
     qs = [th.randn(6, 1, generator=generator) * 2 for _ in range(2)]
     target = th.randn(6, 1, generator=generator)
-    loss = per_algorithm.la3p_matched_loss(qs, target, 2, per_algorithm.pal_loss, per_algorithm.lap_loss)
-    pal = per_algorithm.pal_loss([q[:2] for q in qs], target[:2])
-    lap = per_algorithm.lap_loss([q[2:] for q in qs], target[2:])
+    loss = la3p_matched_loss(qs, target, 2, pal_loss, lap_loss)
+    pal = pal_loss([q[:2] for q in qs], target[:2])
+    lap = lap_loss([q[2:] for q in qs], target[2:])
     assert loss.item() == pytest.approx((2 * pal.item() + 4 * lap.item()) / 6)
 
 
-def test_td3_samples_no_inverse_batch_between_delayed_actor_steps(monkeypatch):
+def test_td3_samples_no_inverse_batch_between_delayed_actor_steps(monkeypatch, record_calls):
     model = la3p(TD3, policy_delay=2)
     model.learn(60)
     model._n_updates = 0
-    sample_calls = record_calls(monkeypatch, model.replay_buffer, "sample")
+    sample_calls = record_calls(model.replay_buffer, "sample")
     steps = count_steps(monkeypatch, model)
     model.train(gradient_steps=4, batch_size=BATCH)  # actor steps at _n_updates 2 and 4
     assert [kwargs.get("inverse", False) for _, kwargs in sample_calls] == [False, False, True, False, False, True]
@@ -190,16 +190,16 @@ def test_ddpg_trains_with_la3p():
     assert model.replay_buffer.n_priority_updates == model._n_updates == 30
 
 
-def test_la3p_telemetry_counts_critic_and_actor_batches_apart():
-    model = la3p(env=RegimeTaggedPendulum(2), replay_buffer_kwargs={"tag_key": "regime"})
+def test_la3p_telemetry_counts_critic_and_actor_batches_apart(regime_tagged_pendulum):
+    model = la3p(env=regime_tagged_pendulum(2), replay_buffer_kwargs={"tag_key": "regime"})
     model.learn(60)
     logged = model.logger.name_to_value
     for stat in ("sample_share", "critic_sample_share", "actor_sample_share"):
         assert sum(logged[telemetry_key(tag, stat)] for tag in (0, 1)) == pytest.approx(1.0), stat
 
 
-def test_td3_la3p_telemetry_survives_training_calls_without_an_actor_step():
-    model = la3p(TD3, env=RegimeTaggedPendulum(2), replay_buffer_kwargs={"tag_key": "regime"}, policy_delay=2)
+def test_td3_la3p_telemetry_survives_training_calls_without_an_actor_step(regime_tagged_pendulum):
+    model = la3p(TD3, env=regime_tagged_pendulum(2), replay_buffer_kwargs={"tag_key": "regime"}, policy_delay=2)
     model.learn(60)  # one gradient step a call: every other call has no actor step, hence no actor batch
     logged = model.logger.name_to_value
     assert sum(logged[telemetry_key(tag, "actor_sample_share")] for tag in (0, 1)) == pytest.approx(1.0)
@@ -210,26 +210,26 @@ def test_td3_la3p_telemetry_survives_training_calls_without_an_actor_step():
 
 @pytest.mark.parametrize("fraction", [0.0, -0.5, 1.5, float("nan")])
 def test_a_la3p_fraction_outside_0_1_raises_naming_it(fraction):
-    with pytest.raises(ValueError, match=rf"la3p_fraction must be in \(0, 1\], got {fraction}"):
-        la3p(la3p_fraction=fraction)
+    with pytest.raises(ValueError, match=rf"fraction must be in \(0, 1\], got {fraction}"):
+        LA3P(fraction=fraction)
 
 
 def test_a_bad_la3p_budget_raises_naming_it():
-    with pytest.raises(ValueError, match=r"la3p_budget .*'double'"):
-        la3p(la3p_budget="double")
+    with pytest.raises(ValueError, match=r"budget must be one of \('matched', 'paper'\), got 'double'"):
+        LA3P(budget="double")
 
 
 def test_la3p_with_dqn_raises():
-    with pytest.raises(ValueError, match=r"per_mode must be one of \('per', 'lap', 'pal'\), got 'la3p'"):
+    with pytest.raises(ValueError, match=r"LA3P\(.*\) prioritizes an actor's batches, but DQN has no actor"):
         la3p(DQN, "CartPole-v1")
 
 
 @pytest.mark.parametrize(
     ("buffer_class", "buffer_kwargs", "message"),
     [
-        (None, None, r"per_mode='la3p' samples in proportion .* ReplayBuffer"),
-        (PrioritizedReplayBuffer, {"prioritization": "rank"}, r"per_mode='la3p' .* rank-based"),
-        (PrioritizedReplayBuffer, {}, r"per_mode='la3p' .* inverse_sampling=True"),
+        (None, None, r"LA3P\(.*\) samples in proportion .* ReplayBuffer"),
+        (PrioritizedReplayBuffer, {"prioritization": "rank"}, r"LA3P\(.*\) .* rank-based"),
+        (PrioritizedReplayBuffer, {}, r"LA3P\(.*\) .* inverse_sampling=True"),
     ],
 )
 def test_la3p_refuses_a_buffer_it_cannot_sample_from(buffer_class, buffer_kwargs, message):
@@ -237,7 +237,7 @@ def test_la3p_refuses_a_buffer_it_cannot_sample_from(buffer_class, buffer_kwargs
         SAC(
             "MlpPolicy",
             "Pendulum-v1",
-            per_mode="la3p",
+            replay_scheme=LA3P(),
             replay_buffer_class=buffer_class,
             replay_buffer_kwargs=buffer_kwargs,
         )

@@ -1,4 +1,4 @@
-"""LAP and PAL (Fujimoto, Meger & Precup 2020) as per_mode options of the PER algorithms."""
+"""LAP and PAL (Fujimoto, Meger & Precup 2020) as replay schemes of the PER algorithms."""
 
 from __future__ import annotations
 
@@ -7,13 +7,14 @@ from typing import Any
 import numpy as np
 import pytest
 import torch as th
-from per_checks import priorities
 from stable_baselines3.common.save_util import load_from_zip_file
 from torch.nn import functional as F
 
-import sb3_per.per_algorithm as per_algorithm
-from sb3_per import DQN, SAC, TD3, PrioritizedReplayBuffer
-from sb3_per.per_algorithm import PER_MODES, lap_loss, pal_loss
+import sb3_per
+import sb3_per.schemes.lap as lap_scheme
+import sb3_per.schemes.pal as pal_scheme
+from sb3_per import DQN, LA3P, LAP, PAL, PER, SAC, TD3, UPER, ExpectedTD, PrioritizedReplayBuffer, ReLo, ReplayScheme
+from sb3_per.schemes.losses import lap_loss, pal_loss
 
 
 def small() -> dict[str, Any]:
@@ -58,44 +59,62 @@ def test_pal_loss_matches_hand_computation(reduction, normalizer):
 
 
 def test_pal_loss_rejects_an_unknown_reduction():
-    with pytest.raises(ValueError, match="td_error_reduction"):
+    # the loss names its own parameter; the schemes name theirs, td_error_reduction (below)
+    with pytest.raises(ValueError, match=r"reduction must be one of \('mean', 'max'\), got 'median'"):
         pal_loss((th.zeros(2, 1),), th.zeros(2, 1), reduction="median")
 
 
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"per_mode": "lapp"}, "per_mode must be one of"),
-        ({"per_mode": "pal", "pal_alpha": -1.0}, "pal_alpha"),
-        ({"per_mode": "lap"}, "per_mode='lap' samples in proportion"),
+        ({"replay_scheme": "lap"}, r"replay_scheme must be a replay scheme .* got 'lap'"),
+        ({"replay_scheme": LAP()}, r"LAP\(.*\) samples in proportion"),
         (
             {
-                "per_mode": "lap",
+                "replay_scheme": LAP(),
                 "replay_buffer_class": PrioritizedReplayBuffer,
                 "replay_buffer_kwargs": {"prioritization": "rank"},
             },
             "prioritization='proportional'",
         ),
-        ({"per_mode": "pal", "replay_buffer_class": PrioritizedReplayBuffer}, "per_mode='pal' replaces"),
+        ({"replay_scheme": PAL(), "replay_buffer_class": PrioritizedReplayBuffer}, r"PAL\(.*\) replaces"),
     ],
+    ids=["a_string", "lap_on_a_uniform_buffer", "lap_on_a_rank_buffer", "pal_on_a_prioritized_buffer"],
 )
-def test_bad_per_mode_settings_are_refused_at_construction(kwargs, message):
+def test_bad_replay_scheme_settings_are_refused_at_construction(kwargs, message):
     with pytest.raises(ValueError, match=message):
         SAC("MlpPolicy", "Pendulum-v1", **kwargs)
 
 
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: PAL(alpha=-1.0), r"alpha must be a finite number >= 0, got -1.0"),
+        (lambda: LAP(min_priority=0.0), r"min_priority must be a finite number > 0, got 0.0"),
+        (lambda: LAP(td_error_reduction="median"), r"td_error_reduction must be one of \('mean', 'max'\)"),
+        (lambda: PAL(td_error_reduction="median"), r"td_error_reduction must be one of \('mean', 'max'\)"),
+    ],
+    ids=["pal_alpha", "lap_min_priority", "lap_td_error_reduction", "pal_td_error_reduction"],
+)
+def test_bad_scheme_parameters_are_refused_when_the_scheme_is_made(make, message):
+    with pytest.raises(ValueError, match=message):
+        make()
+
+
 def lap_model(algorithm: type, env_id: str, **kwargs: Any):
-    settings = {**small(), "replay_buffer_class": PrioritizedReplayBuffer, "per_mode": "lap", **kwargs}
+    settings = {**small(), "replay_buffer_class": PrioritizedReplayBuffer, "replay_scheme": LAP(), **kwargs}
     return algorithm("MlpPolicy", env_id, **settings)
 
 
 @pytest.mark.parametrize(("algorithm", "env_id"), [(SAC, "Pendulum-v1"), (TD3, "Pendulum-v1"), (DQN, "CartPole-v1")])
-def test_lap_trains_with_unweighted_huber_loss_and_priorities_never_below_one(monkeypatch, algorithm, env_id):
+def test_lap_trains_with_unweighted_huber_loss_and_priorities_never_below_one(
+    monkeypatch, priorities, algorithm, env_id
+):
     model = lap_model(algorithm, env_id)
     model.learn(60)
     updates_before = model.replay_buffer.n_priority_updates
     calls = []
-    real_lap_loss = per_algorithm.lap_loss
+    real_lap_loss = lap_scheme.lap_loss
 
     def spy(current_q_values, target_q_values, min_priority):
         calls.append(len(current_q_values))
@@ -104,8 +123,8 @@ def test_lap_trains_with_unweighted_huber_loss_and_priorities_never_below_one(mo
     def no_is_weights(*args, **kwargs):
         raise AssertionError("LAP used the IS-weighted loss")
 
-    monkeypatch.setattr(per_algorithm, "lap_loss", spy)
-    monkeypatch.setattr(model, "_is_weighted_loss", no_is_weights)
+    monkeypatch.setattr(lap_scheme, "lap_loss", spy)
+    monkeypatch.setattr(model, "_sb3_critic_loss", no_is_weights)
     model.train(gradient_steps=5, batch_size=32)
     assert calls == [1 if algorithm is DQN else 2] * 5
     after = priorities(model.replay_buffer)
@@ -116,7 +135,9 @@ def test_lap_trains_with_unweighted_huber_loss_and_priorities_never_below_one(mo
 
 
 def test_lap_priorities_are_the_clamped_td_errors_to_the_alpha():
-    model = lap_model(SAC, "Pendulum-v1", td_error_reduction="max", replay_buffer_kwargs={"alpha": 0.4})
+    model = lap_model(
+        SAC, "Pendulum-v1", replay_scheme=LAP(td_error_reduction="max"), replay_buffer_kwargs={"alpha": 0.4}
+    )
     model.learn(60)
     buffer = model.replay_buffer
     recorded = []
@@ -137,17 +158,17 @@ def test_lap_priorities_are_the_clamped_td_errors_to_the_alpha():
 
 @pytest.mark.parametrize(("algorithm", "env_id"), [(SAC, "Pendulum-v1"), (TD3, "Pendulum-v1"), (DQN, "CartPole-v1")])
 def test_pal_trains_on_uniform_replay_with_the_pal_loss(monkeypatch, algorithm, env_id):
-    model = algorithm("MlpPolicy", env_id, per_mode="pal", pal_alpha=0.3, **small())
+    model = algorithm("MlpPolicy", env_id, replay_scheme=PAL(alpha=0.3), **small())
     model.learn(60)
     assert not hasattr(model.replay_buffer, "update_priorities")
     calls = []
-    real_pal_loss = per_algorithm.pal_loss
+    real_pal_loss = pal_scheme.pal_loss
 
     def spy(current_q_values, target_q_values, alpha, reduction, min_priority):
         calls.append((alpha, reduction, min_priority))
         return real_pal_loss(current_q_values, target_q_values, alpha, reduction, min_priority)
 
-    monkeypatch.setattr(per_algorithm, "pal_loss", spy)
+    monkeypatch.setattr(pal_scheme, "pal_loss", spy)
     before = [p.detach().clone() for p in model.policy.parameters()]
     model.train(gradient_steps=3, batch_size=32)
     assert calls == [(0.3, "max", 1.0)] * 3  # the authors' max over the critics, by default
@@ -155,27 +176,31 @@ def test_pal_trains_on_uniform_replay_with_the_pal_loss(monkeypatch, algorithm, 
     assert not any(key.startswith("train/per_") for key in model.logger.name_to_value)
 
 
-def test_per_mode_survives_save_and_load(tmp_path):
-    model = SAC("MlpPolicy", "Pendulum-v1", per_mode="pal", pal_alpha=0.25, **small())
+def test_replay_scheme_survives_save_and_load(tmp_path):
+    model = SAC("MlpPolicy", "Pendulum-v1", replay_scheme=PAL(alpha=0.25), **small())
     model.save(tmp_path / "pal.zip")
     loaded = SAC.load(tmp_path / "pal.zip")
-    assert (loaded.per_mode, loaded.pal_alpha) == ("pal", 0.25)
+    assert loaded.replay_scheme == PAL(alpha=0.25) and loaded.replay_scheme.alpha == 0.25
 
 
-def test_per_modes_are_the_documented_four():
-    assert PER_MODES == ("per", "lap", "pal", "la3p")
+def test_the_replay_schemes_are_the_documented_ones():
+    exported = {name for name in sb3_per.__all__ if isinstance(getattr(sb3_per, name), type)}
+    schemes = {name for name in exported if issubclass(getattr(sb3_per, name), ReplayScheme)}
+    assert schemes - {"ReplayScheme"} == {"PER", "LAP", "PAL", "LA3P", "UPER", "ExpectedTD", "ReLo"}
+    for scheme in (PER, LAP, PAL, LA3P, UPER, ExpectedTD, ReLo):
+        assert scheme() == scheme()  # each made with its defaults, a frozen value
 
 
-def test_a_loaded_replay_buffer_must_suit_per_mode(tmp_path):
-    lap = SAC("MlpPolicy", "Pendulum-v1", replay_buffer_class=PrioritizedReplayBuffer, per_mode="lap", **small())
+def test_a_loaded_replay_buffer_must_suit_the_replay_scheme(tmp_path):
+    lap = SAC("MlpPolicy", "Pendulum-v1", replay_buffer_class=PrioritizedReplayBuffer, replay_scheme=LAP(), **small())
     lap.learn(60)
     lap.save_replay_buffer(tmp_path / "prioritized.pkl")
-    pal = TD3("MlpPolicy", "Pendulum-v1", per_mode="pal", **small())
-    with pytest.raises(ValueError, match=r"per_mode='pal' .* is a PrioritizedReplayBuffer"):
+    pal = TD3("MlpPolicy", "Pendulum-v1", replay_scheme=PAL(), **small())
+    with pytest.raises(ValueError, match=r"PAL\(.*\) .* is a PrioritizedReplayBuffer"):
         pal.load_replay_buffer(tmp_path / "prioritized.pkl")
     assert not isinstance(pal.replay_buffer, PrioritizedReplayBuffer)  # the refused buffer was not kept
     pal.save_replay_buffer(tmp_path / "uniform.pkl")
-    with pytest.raises(ValueError, match=r"per_mode='lap' .* is a ReplayBuffer"):
+    with pytest.raises(ValueError, match=r"LAP\(.*\) .* is a ReplayBuffer"):
         lap.load_replay_buffer(tmp_path / "uniform.pkl")
     lap.load_replay_buffer(tmp_path / "prioritized.pkl")  # the right kind still loads
     assert lap.replay_buffer.n_transitions == 60
@@ -189,4 +214,4 @@ def test_the_training_calls_statistics_are_not_kept_on_the_model(tmp_path):
     model.save(tmp_path / "model.zip")
     data, _, _ = load_from_zip_file(tmp_path / "model.zip")
     assert not any(key.startswith("_per_") for key in data)
-    assert data["per_mode"] == "per"
+    assert data["replay_scheme"] is None  # the default: PER() with the prioritized buffer

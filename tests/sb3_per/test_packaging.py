@@ -10,7 +10,7 @@ from pathlib import Path
 
 import sb3_per
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # tests/sb3_per/ -> the repository root
 METADATA = importlib.metadata.metadata("sb3-per")
 
 

@@ -17,34 +17,6 @@ OBS_SPACE = spaces.Box(-np.inf, np.inf, (3,), np.float32)
 ACTION_SPACE = spaces.Box(-1.0, 1.0, (1,), np.float32)
 
 
-def add_tagged_steps(buffers: list, n_envs: int, n_steps: int, seed: int, key: str = "regime") -> list[np.ndarray]:
-    """Add the same random transitions to every buffer, each env's info tagged with a random regime in {-1..3}."""
-    rng = np.random.default_rng(seed)
-    tags = []
-    for _ in range(n_steps):
-        obs, next_obs = rng.standard_normal((2, n_envs, 3)).astype(np.float32)
-        action = rng.uniform(-1, 1, (n_envs, 1)).astype(np.float32)
-        reward = rng.standard_normal(n_envs).astype(np.float32)
-        done = rng.random(n_envs) < 0.1
-        step_tags = rng.integers(-1, 4, n_envs)
-        infos = [
-            {key: int(t), "TimeLimit.truncated": bool(d and rng.random() < 0.5)}
-            for t, d in zip(step_tags, done, strict=True)
-        ]
-        for buffer in buffers:
-            buffer.add(obs, next_obs, action, reward, done, infos)
-        tags.append(step_tags)
-    return tags
-
-
-def stored_tags(buffer, tags: list[np.ndarray]) -> np.ndarray:
-    """The tag of each stored leaf, from what was added (the newest write of each slot wins)."""
-    leaf_tags = np.full((buffer.buffer_size, buffer.n_envs), -99)
-    for step, step_tags in enumerate(tags):
-        leaf_tags[step % buffer.buffer_size] = step_tags
-    return leaf_tags.reshape(-1)[: buffer.size() * buffer.n_envs]
-
-
 def shares_by_count(tags: np.ndarray) -> dict[int, float]:
     values, counts = np.unique(tags, return_counts=True)
     return dict(zip(values.tolist(), (counts / counts.sum()).tolist(), strict=True))
@@ -81,7 +53,9 @@ def test_a_missing_key_or_non_integer_value_stores_minus_one():
 
 @pytest.mark.parametrize("prioritization", ["proportional", "rank"])
 @pytest.mark.parametrize("n_envs", [1, 3])
-def test_shares_equal_a_count_of_stored_tags_and_a_sum_over_leaves_through_wrap_around(prioritization, n_envs):
+def test_shares_equal_a_count_of_stored_tags_and_a_sum_over_leaves_through_wrap_around(
+    prioritization, n_envs, add_tagged_steps, stored_tags
+):
     buffer = PrioritizedReplayBuffer(
         23 * n_envs, OBS_SPACE, ACTION_SPACE, device="cpu", n_envs=n_envs, tag_key="regime",
         prioritization=prioritization,
@@ -100,7 +74,7 @@ def test_shares_equal_a_count_of_stored_tags_and_a_sum_over_leaves_through_wrap_
         assert_shares_equal(buffer.tag_priority_shares(), shares_by_mass(expected_tags, buffer.tree[np.arange(n)]))
 
 
-def test_the_invalid_slot_of_optimize_memory_usage_holds_no_priority_mass():
+def test_the_invalid_slot_of_optimize_memory_usage_holds_no_priority_mass(add_tagged_steps, stored_tags):
     buffer = PrioritizedReplayBuffer(
         8, OBS_SPACE, ACTION_SPACE, device="cpu", optimize_memory_usage=True, handle_timeout_termination=False,
         tag_key="regime",
@@ -113,12 +87,12 @@ def test_the_invalid_slot_of_optimize_memory_usage_holds_no_priority_mass():
     assert_shares_equal(buffer.tag_priority_shares(), shares_by_mass(expected_tags, mass))
 
 
-def test_pickling_keeps_tags_and_sums_the_tag_priorities_afresh_from_the_leaves():
+def test_pickling_keeps_tags_and_sums_the_tag_priorities_afresh_from_the_leaves(add_tagged_steps, stored_tags):
     buffer = PrioritizedReplayBuffer(40, OBS_SPACE, ACTION_SPACE, device="cpu", n_envs=2, tag_key="regime")
     tags = add_tagged_steps([buffer], 2, 30, seed=2)
     buffer.update_priorities(np.arange(20), np.linspace(0.1, 5.0, 20))
     shares = buffer.tag_priority_shares()
-    buffer._tag_priority_sums += 1e3  # drift, as if from accumulated rounding
+    buffer.tag_mass.sums += 1e3  # drift, as if from accumulated rounding
     restored = pickle.loads(pickle.dumps(buffer))
     np.testing.assert_array_equal(restored.tags_at(np.arange(40)), stored_tags(buffer, tags))
     assert restored.tag_buffer_shares() == buffer.tag_buffer_shares()
@@ -127,7 +101,43 @@ def test_pickling_keeps_tags_and_sums_the_tag_priorities_afresh_from_the_leaves(
     assert_shares_equal(restored.tag_buffer_shares(), shares_by_count(restored.tags_at(np.arange(40))))
 
 
-def test_reset_forgets_tags():
+BUFFERS_THAT_CHECK_INFOS = {
+    # SB3 reads no info here (timeouts not handled): before the check, a short list was stored without a word
+    "prioritized": lambda: PrioritizedReplayBuffer(
+        12, OBS_SPACE, ACTION_SPACE, device="cpu", n_envs=3, handle_timeout_termination=False
+    ),
+    # tagged, faded: the tags, their priority mass and the fading clock must not move either
+    "prioritized_tagged_faded": lambda: PrioritizedReplayBuffer(
+        12, OBS_SPACE, ACTION_SPACE, device="cpu", n_envs=3, tag_key="regime", priority_half_life=2.0
+    ),
+    "uniform_tagged": lambda: TaggedReplayBuffer(12, OBS_SPACE, ACTION_SPACE, device="cpu", n_envs=3, tag_key="regime"),
+}
+
+
+@pytest.mark.parametrize("n_infos", [2, 4])
+@pytest.mark.parametrize("kind", list(BUFFERS_THAT_CHECK_INFOS))
+def test_add_without_one_info_per_env_is_refused_before_anything_is_stored(kind, n_infos, add_tagged_steps):
+    buffer = BUFFERS_THAT_CHECK_INFOS[kind]()
+    add_tagged_steps([buffer], 3, 6, seed=7)  # full and wrapped: the next add overwrites stored transitions
+    before = pickle.dumps(buffer)
+    observations, pos, full = buffer.observations.copy(), buffer.pos, buffer.full
+    tags = buffer.tags_at(np.arange(12)) if buffer.tagged else None
+    shares = buffer.tag_buffer_shares() if buffer.tagged else None
+    obs = np.full((3, 3), 7.0, dtype=np.float32)  # unlike anything stored, so that a partial write shows
+    with pytest.raises(ValueError, match=r"add needs one info dict per env \(3\)"):
+        buffer.add(obs, obs, np.zeros((3, 1)), np.ones(3), np.zeros(3), [{"regime": 9}] * n_infos)
+    np.testing.assert_array_equal(buffer.observations, observations)
+    assert (buffer.pos, buffer.full) == (pos, full)
+    if buffer.tagged:
+        np.testing.assert_array_equal(buffer.tags_at(np.arange(12)), tags)
+        assert buffer.tag_buffer_shares() == shares
+    assert pickle.dumps(buffer) == before  # nothing else moved: priorities, stamps, clock, tag slots
+    # and the same step with one info per env is stored
+    buffer.add(obs, obs, np.zeros((3, 1)), np.ones(3), np.zeros(3), [{"regime": 9}] * 3)
+    np.testing.assert_array_equal(buffer.observations[pos], obs)
+
+
+def test_reset_forgets_tags(add_tagged_steps):
     buffer = PrioritizedReplayBuffer(10, OBS_SPACE, ACTION_SPACE, device="cpu", tag_key="regime")
     add_tagged_steps([buffer], 1, 10, seed=0)
     buffer.reset()
@@ -145,7 +155,7 @@ def test_dict_buffer_stores_tags_too():
     assert buffer.tag_priority_shares() == pytest.approx({4: 0.5, 0: 0.5})
 
 
-def test_tag_queries_check_their_input():
+def test_tag_queries_check_their_input(add_tagged_steps):
     untagged = PrioritizedReplayBuffer(10, OBS_SPACE, ACTION_SPACE, device="cpu")
     assert not untagged.tagged
     with pytest.raises(ValueError, match="tag_key=None"):
@@ -179,7 +189,9 @@ def test_tagged_samples_extend_sb3_samples_field_for_field():
 @pytest.mark.parametrize("optimize_memory_usage", [False, True])
 @pytest.mark.parametrize("n_envs", [1, 2])
 @pytest.mark.parametrize("n_added", [9, 31])  # partly filled, wrapped around
-def test_tagged_buffer_samples_exactly_what_sb3s_replay_buffer_samples(optimize_memory_usage, n_envs, n_added):
+def test_tagged_buffer_samples_exactly_what_sb3s_replay_buffer_samples(
+    optimize_memory_usage, n_envs, n_added, add_tagged_steps, stored_tags
+):
     kwargs = dict(device="cpu", n_envs=n_envs, optimize_memory_usage=optimize_memory_usage)
     if optimize_memory_usage:
         kwargs["handle_timeout_termination"] = False
@@ -203,7 +215,7 @@ def test_tagged_buffer_samples_exactly_what_sb3s_replay_buffer_samples(optimize_
         np.testing.assert_array_equal(ours.tags_at(got.indices), stored_tags(ours, tags)[got.indices])
 
 
-def test_tagged_buffer_pickles_and_resets_its_tags():
+def test_tagged_buffer_pickles_and_resets_its_tags(add_tagged_steps, stored_tags):
     buffer = TaggedReplayBuffer(12, OBS_SPACE, ACTION_SPACE, device="cpu", n_envs=3, tag_key="regime")
     tags = add_tagged_steps([buffer], 3, 6, seed=5)
     restored = pickle.loads(pickle.dumps(buffer))

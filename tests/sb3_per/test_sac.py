@@ -12,15 +12,15 @@ import numpy as np
 import pytest
 import stable_baselines3
 import torch as th
-from per_checks import assert_only_sampled_priorities_follow, priorities
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import HumanOutputFormat, KVWriter, Logger
 from torch.nn import functional as F
 
 import sb3_per.per_algorithm as per_algorithm
-from sb3_per import SAC, PrioritizedReplayBuffer
-from sb3_per.per_algorithm import PER_LOGGER_KEYS, td_errors_for_priorities, weighted_critic_loss
+import sb3_per.schemes.base as scheme_base
+from sb3_per import PER, SAC, PrioritizedReplayBuffer
+from sb3_per.schemes.losses import absolute_td_errors, weighted_critic_loss
 
 ENV_ID = "Pendulum-v1"
 SMALL_NET = {"net_arch": [32, 32]}
@@ -67,23 +67,26 @@ def test_weighted_critic_loss_with_unit_weights_is_sb3_loss():
     assert th.allclose(weighted_critic_loss(qs, target, th.ones(64, 1)), sb3_loss)
 
 
-def test_td_errors_for_priorities_mean_and_max():
+def test_absolute_td_errors_mean_and_max():
     q1 = th.tensor([[1.0], [2.0], [-1.0]], requires_grad=True)
     q2 = th.tensor([[-1.0], [3.0], [0.0]], requires_grad=True)
     target = th.tensor([[0.0], [1.0], [1.0]])
-    mean = td_errors_for_priorities([q1, q2], target, "mean")
+    mean = absolute_td_errors([q1, q2], target, "mean")
     # opposite-sign errors (+1, -1) do not cancel: absolute values are averaged
     assert th.equal(mean, th.tensor([1.0, 1.5, 1.5]))
-    assert th.equal(td_errors_for_priorities([q1, q2], target, "max"), th.tensor([1.0, 2.0, 2.0]))
-    assert td_errors_for_priorities([q1, q2], target).shape == (3,)
+    assert th.equal(absolute_td_errors([q1, q2], target, "max"), th.tensor([1.0, 2.0, 2.0]))
+    assert absolute_td_errors([q1, q2], target).shape == (3,)
     assert not mean.requires_grad
-    with pytest.raises(ValueError, match=r"td_error_reduction.*'median'"):
-        td_errors_for_priorities([q1, q2], target, "median")
+    with pytest.raises(ValueError, match=r"reduction.*'median'"):
+        absolute_td_errors([q1, q2], target, "median")
 
 
 def test_invalid_td_error_reduction_raises():
     with pytest.raises(ValueError, match=r"td_error_reduction.*'sum'"):
-        per_sac(td_error_reduction="sum")
+        per_sac(replay_scheme=PER(td_error_reduction="sum"))
+    # the reduction is the scheme's now: SAC itself has no such parameter
+    with pytest.raises(TypeError, match="td_error_reduction"):
+        per_sac(td_error_reduction="max")
 
 
 # --- one gradient step with a prioritized buffer ---------------------------------------------------------
@@ -143,8 +146,10 @@ def test_train_weights_the_critic_loss_by_the_sampled_is_weights(monkeypatch):
 
 
 @pytest.mark.parametrize(("reduction", "discount"), [("mean", None), ("max", None), ("mean", 0.5)])
-def test_priorities_of_the_sampled_indices_follow_their_td_errors(monkeypatch, reduction, discount):
-    model = collected_model(td_error_reduction=reduction)
+def test_priorities_of_the_sampled_indices_follow_their_td_errors(
+    monkeypatch, priorities, assert_only_sampled_priorities_follow, reduction, discount
+):
+    model = collected_model(replay_scheme=PER(td_error_reduction=reduction))
     buffer = model.replay_buffer
     before = priorities(buffer)
     batches = spy_on_sample(monkeypatch, buffer, discount)
@@ -188,7 +193,7 @@ def test_matches_stable_baselines3_sac_with_a_uniform_buffer(monkeypatch, n_step
     def must_not_run(*args, **kwargs):
         raise AssertionError("PER work done with a uniform buffer")
 
-    for module, name in [(per_algorithm, "weighted_critic_loss"), (per_algorithm, "td_errors_for_priorities")]:
+    for module, name in [(per_algorithm, "weighted_critic_loss"), (scheme_base, "absolute_td_errors")]:
         monkeypatch.setattr(module, name, must_not_run)
     model = SAC("MlpPolicy", ENV_ID, **settings).learn(250)
 
@@ -203,8 +208,8 @@ def test_matches_stable_baselines3_sac_with_a_uniform_buffer(monkeypatch, n_step
 # --- save / load / resume ---------------------------------------------------------------------------------
 
 
-def test_save_load_and_resume_keep_the_priorities(tmp_path):
-    model = per_sac(td_error_reduction="max", learning_starts=50)
+def test_save_load_and_resume_keep_the_priorities(tmp_path, priorities):
+    model = per_sac(replay_scheme=PER(td_error_reduction="max"), learning_starts=50)
     model.learn(200)
     buffer = model.replay_buffer
     model.save(tmp_path / "model.zip")
@@ -214,7 +219,7 @@ def test_save_load_and_resume_keep_the_priorities(tmp_path):
     loaded.load_replay_buffer(tmp_path / "buffer.pkl")
     loaded_buffer = loaded.replay_buffer
     assert isinstance(loaded, SAC)
-    assert loaded.td_error_reduction == "max"
+    assert loaded.replay_scheme == PER(td_error_reduction="max")
     assert isinstance(loaded_buffer, PrioritizedReplayBuffer)
     assert loaded_buffer.n_transitions == buffer.n_transitions == 200
     np.testing.assert_array_equal(priorities(loaded_buffer), priorities(buffer))
@@ -255,7 +260,7 @@ def test_logger_records_the_per_keys():
 
     assert recording.dumps
     key_values, key_excluded = recording.dumps[-1]
-    for key in PER_LOGGER_KEYS:
+    for key in PER.logger_keys:
         assert math.isfinite(key_values[key]), key
         assert "tensorboard" not in (key_excluded.get(key) or ()), key
         assert key.split("/")[1] in stdout.getvalue()
@@ -271,7 +276,7 @@ def test_uniform_buffer_logs_no_per_keys():
     model.learn(250, log_interval=1)
     key_values, _ = recording.dumps[-1]
     assert "train/critic_loss" in key_values
-    assert not set(PER_LOGGER_KEYS) & set(key_values)
+    assert not set(PER.logger_keys) & set(key_values)
 
 
 # --- the never-updated warning ----------------------------------------------------------------------------
@@ -303,8 +308,9 @@ def test_sb3_per_sac_does_not_warn():
 # --- smoke: learn on Pendulum with one and two envs ---------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n_envs", [1, 2])
-def test_learn_smoke_on_pendulum(n_envs):
+def test_learn_smoke_on_pendulum(priorities, n_envs):
     env = make_vec_env(ENV_ID, n_envs=n_envs, seed=0)
     model = per_sac(env=env, buffer_size=10_000)
     model.learn(2000)

@@ -4,19 +4,20 @@ train on them, every gradient step sampling a full batch (with replacement) and 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
 import torch as th
-from per_checks import priorities
 
 from sb3_per import DQN, SAC, TD3, PrioritizedReplayBuffer
 
 WriteBack = tuple[np.ndarray, np.ndarray, np.ndarray]  # indices, TD errors, the priorities before
+Priorities = Callable[[PrioritizedReplayBuffer], np.ndarray]  # the conftest's ``priorities`` fixture
 
 
-def record_write_backs(buffer: PrioritizedReplayBuffer) -> list[WriteBack]:
+def record_write_backs(buffer: PrioritizedReplayBuffer, priorities: Priorities) -> list[WriteBack]:
     """The list to which each later ``buffer.update_priorities`` call adds what it was given and what it found."""
     write_backs: list[WriteBack] = []
     update_priorities = buffer.update_priorities
@@ -31,7 +32,11 @@ def record_write_backs(buffer: PrioritizedReplayBuffer) -> list[WriteBack]:
 
 
 def assert_a_write_back_set_the_priorities_of_its_batch(
-    buffer: PrioritizedReplayBuffer, indices: np.ndarray, td_errors: np.ndarray, before: np.ndarray
+    priorities: Priorities,
+    buffer: PrioritizedReplayBuffer,
+    indices: np.ndarray,
+    td_errors: np.ndarray,
+    before: np.ndarray,
 ) -> None:
     """
     After the write-back of ``indices`` (with repeats: a leaf takes its last error), the sampled transitions hold
@@ -46,7 +51,7 @@ def assert_a_write_back_set_the_priorities_of_its_batch(
 
 
 def assert_every_gradient_step_wrote_back_a_full_batch(
-    model: Any, write_backs: list[WriteBack], batch_size: int
+    model: Any, write_backs: list[WriteBack], batch_size: int, priorities: Priorities
 ) -> None:
     """
     One write-back per gradient step, each of ``batch_size`` finite TD errors for stored transitions, more than
@@ -61,13 +66,13 @@ def assert_every_gradient_step_wrote_back_a_full_batch(
         assert indices.shape == td_errors.shape == (batch_size,)
         assert np.isfinite(td_errors).all()
         assert indices.min() >= 0 and indices.max() < buffer.n_transitions < batch_size
-    assert_a_write_back_set_the_priorities_of_its_batch(buffer, *write_backs[-1])
+    assert_a_write_back_set_the_priorities_of_its_batch(priorities, buffer, *write_backs[-1])
     stored = priorities(buffer)
     assert np.isfinite(stored).all() and (stored > 0).all()
 
 
 @pytest.mark.parametrize("algorithm", [SAC, TD3])
-def test_sac_and_td3_train_on_a_buffer_smaller_than_their_batch(algorithm):
+def test_sac_and_td3_train_on_a_buffer_smaller_than_their_batch(algorithm, priorities):
     model = algorithm(
         "MlpPolicy",
         "Pendulum-v1",
@@ -78,12 +83,12 @@ def test_sac_and_td3_train_on_a_buffer_smaller_than_their_batch(algorithm):
         seed=0,
     )
     assert model.batch_size == 256 > model.replay_buffer.buffer_size  # SB3's default batch
-    write_backs = record_write_backs(model.replay_buffer)
+    write_backs = record_write_backs(model.replay_buffer, priorities)
     model.learn(400)
-    assert_every_gradient_step_wrote_back_a_full_batch(model, write_backs, batch_size=256)
+    assert_every_gradient_step_wrote_back_a_full_batch(model, write_backs, 256, priorities)
 
 
-def test_dqn_trains_on_a_buffer_smaller_than_its_batch():
+def test_dqn_trains_on_a_buffer_smaller_than_its_batch(priorities):
     model = DQN(
         "MlpPolicy",
         "CartPole-v1",
@@ -95,6 +100,6 @@ def test_dqn_trains_on_a_buffer_smaller_than_its_batch():
         policy_kwargs={"net_arch": [16]},
         seed=0,
     )
-    write_backs = record_write_backs(model.replay_buffer)
+    write_backs = record_write_backs(model.replay_buffer, priorities)
     model.learn(200)
-    assert_every_gradient_step_wrote_back_a_full_batch(model, write_backs, batch_size=64)
+    assert_every_gradient_step_wrote_back_a_full_batch(model, write_backs, 64, priorities)

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 import stable_baselines3
 import torch as th
-from per_checks import assert_only_sampled_priorities_follow, priorities
 from torch.nn import functional as F
 
 import sb3_per.per_algorithm as per_module
-from sb3_per import DDPG, TD3, PrioritizedReplayBuffer
-from sb3_per.per_algorithm import PER_LOGGER_KEYS, weighted_critic_loss
+import sb3_per.schemes.base as scheme_base
+from sb3_per import DDPG, PER, TD3, PrioritizedReplayBuffer
+from sb3_per.schemes.losses import weighted_critic_loss
 
 ENV_ID = "Pendulum-v1"
 ALGORITHMS = {"TD3": (TD3, stable_baselines3.TD3), "DDPG": (DDPG, stable_baselines3.DDPG)}
@@ -65,7 +65,10 @@ def test_td3_weighted_critic_loss_with_unit_weights_is_sb3_loss(n_critics):
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 def test_invalid_td_error_reduction_raises(algorithm):
     with pytest.raises(ValueError, match=r"td_error_reduction.*'sum'"):
-        per_model(algorithm, td_error_reduction="sum")
+        per_model(algorithm, replay_scheme=PER(td_error_reduction="sum"))
+    # the reduction is the scheme's now: the algorithm itself has no such parameter
+    with pytest.raises(TypeError, match="td_error_reduction"):
+        per_model(algorithm, td_error_reduction="max")
 
 
 # --- uniform replay: exactly SB3 -------------------------------------------------------------------------
@@ -80,7 +83,7 @@ def test_matches_stable_baselines3_with_a_uniform_buffer(monkeypatch, algorithm)
     def must_not_run(*args, **kwargs):
         raise AssertionError("PER work done with a uniform buffer")
 
-    for module, name in [(per_module, "weighted_critic_loss"), (per_module, "td_errors_for_priorities")]:
+    for module, name in [(per_module, "weighted_critic_loss"), (scheme_base, "absolute_td_errors")]:
         monkeypatch.setattr(module, name, must_not_run)
     model = ours("MlpPolicy", ENV_ID, policy_kwargs=tiny_net(), **settings).learn(250)
 
@@ -96,8 +99,10 @@ def test_matches_stable_baselines3_with_a_uniform_buffer(monkeypatch, algorithm)
 
 
 @pytest.mark.parametrize(("algorithm", "reduction"), [("TD3", "mean"), ("TD3", "max"), ("DDPG", "mean")])
-def test_priorities_of_the_sampled_indices_follow_their_td_errors(monkeypatch, algorithm, reduction):
-    model = per_model(algorithm, learning_starts=300, buffer_size=1000, td_error_reduction=reduction)
+def test_priorities_of_the_sampled_indices_follow_their_td_errors(
+    monkeypatch, priorities, assert_only_sampled_priorities_follow, algorithm, reduction
+):
+    model = per_model(algorithm, learning_starts=300, buffer_size=1000, replay_scheme=PER(td_error_reduction=reduction))
     model.learn(300)  # collects 300 transitions, trains only once num_timesteps > learning_starts
     buffer = model.replay_buffer
     assert buffer.n_priority_updates == 0
@@ -136,7 +141,7 @@ def test_priorities_of_the_sampled_indices_follow_their_td_errors(monkeypatch, a
     td = (abs_errors.mean(1) if reduction == "mean" else abs_errors.amax(1)).numpy().astype(np.float64)
     assert_only_sampled_priorities_follow(buffer, before, batch.indices, td)
     assert buffer.n_priority_updates == 1
-    for key in PER_LOGGER_KEYS:
+    for key in PER.logger_keys:
         assert np.isfinite(model.logger.name_to_value[key]), key
 
 
@@ -155,8 +160,8 @@ def test_td3_writes_priorities_back_every_step_and_updates_the_actor_every_polic
 # --- smoke: TD3 with PER on Pendulum ---------------------------------------------------------------------
 
 
-def test_td3_with_per_runs_on_pendulum_and_its_priorities_change(tmp_path):
-    model = per_model("TD3", td_error_reduction="max", buffer_size=1000)
+def test_td3_with_per_runs_on_pendulum_and_its_priorities_change(tmp_path, priorities):
+    model = per_model("TD3", replay_scheme=PER(td_error_reduction="max"), buffer_size=1000)
     model.learn(400)
     buffer = model.replay_buffer
     assert model.num_timesteps == buffer.n_transitions == 400
@@ -168,7 +173,7 @@ def test_td3_with_per_runs_on_pendulum_and_its_priorities_change(tmp_path):
 
     model.save(tmp_path / "td3.zip")
     loaded = TD3.load(tmp_path / "td3.zip")
-    assert isinstance(loaded, TD3) and loaded.td_error_reduction == "max"
+    assert isinstance(loaded, TD3) and loaded.replay_scheme == PER(td_error_reduction="max")
 
 
 def test_ddpg_keeps_sb3s_single_critic_and_no_policy_delay():

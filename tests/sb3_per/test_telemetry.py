@@ -10,10 +10,9 @@ import numpy as np
 import pytest
 import stable_baselines3
 import torch as th
-from per_checks import RegimeTaggedPendulum
 from stable_baselines3.common.logger import configure
 
-from sb3_per import SAC, TD3, PrioritizedReplayBuffer, TaggedReplayBuffer
+from sb3_per import LAP, PER, SAC, TD3, PrioritizedReplayBuffer, TaggedReplayBuffer
 from sb3_per.telemetry import IS_ESS_KEY, TELEMETRY_PREFIX, effective_sample_size, telemetry_key
 
 N_TAGS = 3
@@ -40,10 +39,11 @@ def read_progress(folder) -> list[dict[str, str]]:
         return list(csv.DictReader(file))
 
 
-def test_the_keys_appear_in_progress_csv_and_the_shares_sum_to_one(tmp_path):
+@pytest.mark.slow
+def test_the_keys_appear_in_progress_csv_and_the_shares_sum_to_one(tmp_path, regime_tagged_pendulum):
     model = SAC(
         "MlpPolicy",
-        RegimeTaggedPendulum(N_TAGS),
+        regime_tagged_pendulum(N_TAGS),
         replay_buffer_class=PrioritizedReplayBuffer,
         replay_buffer_kwargs={"tag_key": "regime"},
         **small(),
@@ -65,10 +65,10 @@ def test_the_keys_appear_in_progress_csv_and_the_shares_sum_to_one(tmp_path):
     assert 0.0 < float(last[IS_ESS_KEY]) <= 1.0
 
 
-def test_sample_shares_are_the_mean_over_the_calls_since_the_last_dump(monkeypatch):
+def test_sample_shares_are_the_mean_over_the_calls_since_the_last_dump(monkeypatch, regime_tagged_pendulum):
     model = SAC(
         "MlpPolicy",
-        RegimeTaggedPendulum(N_TAGS),
+        regime_tagged_pendulum(N_TAGS),
         replay_buffer_class=PrioritizedReplayBuffer,
         replay_buffer_kwargs={"tag_key": "regime"},
         **small(),
@@ -95,12 +95,13 @@ def test_sample_shares_are_the_mean_over_the_calls_since_the_last_dump(monkeypat
     assert model.logger.name_to_value[IS_ESS_KEY] == pytest.approx(expected_ess)
 
 
-def test_a_tagged_uniform_buffer_trains_exactly_as_sb3s_sac_and_reports_the_tags():
-    reference = stable_baselines3.SAC("MlpPolicy", RegimeTaggedPendulum(N_TAGS), **small())
+@pytest.mark.slow
+def test_a_tagged_uniform_buffer_trains_exactly_as_sb3s_sac_and_reports_the_tags(regime_tagged_pendulum):
+    reference = stable_baselines3.SAC("MlpPolicy", regime_tagged_pendulum(N_TAGS), **small())
     reference.learn(250)
     model = SAC(
         "MlpPolicy",
-        RegimeTaggedPendulum(N_TAGS),
+        regime_tagged_pendulum(N_TAGS),
         replay_buffer_class=TaggedReplayBuffer,
         replay_buffer_kwargs={"tag_key": "regime"},
         **small(),
@@ -117,11 +118,11 @@ def test_a_tagged_uniform_buffer_trains_exactly_as_sb3s_sac_and_reports_the_tags
     assert telemetry_key(0, "priority_share") not in logged and IS_ESS_KEY not in logged
 
 
-def test_td3_with_a_tagged_lap_buffer_reports_no_is_ess():
+def test_td3_with_a_tagged_lap_buffer_reports_no_is_ess(regime_tagged_pendulum):
     model = TD3(
         "MlpPolicy",
-        RegimeTaggedPendulum(N_TAGS),
-        per_mode="lap",
+        regime_tagged_pendulum(N_TAGS),
+        replay_scheme=LAP(),
         replay_buffer_class=PrioritizedReplayBuffer,
         replay_buffer_kwargs={"tag_key": "regime"},
         **small(),
@@ -150,13 +151,13 @@ def test_beta_auto_follows_the_training_progress(monkeypatch):
         **small(),
     )
     betas = []
-    record = model._record_per_stats
+    log_statistics = PER.log_statistics  # the default scheme's, with a prioritized buffer: PER() each call
 
-    def spy(buffer, call_record):
+    def spy(scheme, logger, buffer, call_record):
         betas.append((model.num_timesteps, call_record.first_beta))
-        record(buffer, call_record)
+        log_statistics(scheme, logger, buffer, call_record)
 
-    monkeypatch.setattr(model, "_record_per_stats", spy)
+    monkeypatch.setattr(PER, "log_statistics", spy)
     model.learn(200)
     for num_timesteps, beta in betas:
         assert beta == pytest.approx(0.4 + 0.6 * num_timesteps / 200)

@@ -1,25 +1,23 @@
-"""uniform_actor_batch=True: the critic trains on the prioritized batch (its loss and priorities as without it), the
-actor (and SAC's entropy coefficient) on a uniform batch of its own."""
+"""PER(uniform_actor_batch=True) (and LAP's): the critic trains on the prioritized batch (its loss and priorities as
+without it), the actor (and SAC's entropy coefficient) on a uniform batch of its own."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
-from per_checks import DictObservation, RegimeTaggedPendulum, priorities, record_calls
 from stable_baselines3.common.utils import set_random_seed
 
-from sb3_per import DDPG, SAC, TD3, PrioritizedDictReplayBuffer, PrioritizedReplayBuffer
+from sb3_per import DDPG, LA3P, LAP, PAL, PER, SAC, TD3, PrioritizedDictReplayBuffer, PrioritizedReplayBuffer
 from sb3_per.telemetry import telemetry_key
 
 BATCH = 32
 
 
 def critic_only_per(algorithm: type = SAC, env: Any = "Pendulum-v1", **kwargs: Any) -> Any:
-    kwargs.setdefault("uniform_actor_batch", True)
+    kwargs.setdefault("replay_scheme", PER(uniform_actor_batch=True))
     kwargs.setdefault("learning_starts", 50)
     return algorithm(
         kwargs.pop("policy", "MlpPolicy"),
@@ -56,10 +54,18 @@ def make_one_transition_dominate(buffer: PrioritizedReplayBuffer, index: int = 7
 
 
 @pytest.mark.parametrize(
-    ("algorithm", "per_mode"), [(SAC, "per"), (SAC, "lap"), (TD3, "per"), (TD3, "lap"), (DDPG, "per")]
+    ("algorithm", "scheme"),
+    [
+        (SAC, PER(uniform_actor_batch=True)),
+        (SAC, LAP(uniform_actor_batch=True)),
+        (TD3, PER(uniform_actor_batch=True)),
+        (TD3, LAP(uniform_actor_batch=True)),
+        (DDPG, PER(uniform_actor_batch=True)),
+    ],
+    ids=["sac_per", "sac_lap", "td3_per", "td3_lap", "ddpg_per"],
 )
-def test_the_critic_trains_on_the_prioritized_batch_and_the_actor_on_a_uniform_one(monkeypatch, algorithm, per_mode):
-    model = critic_only_per(algorithm, per_mode=per_mode, **({"policy_delay": 1} if algorithm is TD3 else {}))
+def test_the_critic_trains_on_the_prioritized_batch_and_the_actor_on_a_uniform_one(monkeypatch, algorithm, scheme):
+    model = critic_only_per(algorithm, replay_scheme=scheme, **({"policy_delay": 1} if algorithm is TD3 else {}))
     model.learn(100)
     make_one_transition_dominate(model.replay_buffer)
     steps = ("entropy", "critic", "actor") if algorithm is SAC else ("critic", "actor")
@@ -73,7 +79,7 @@ def test_the_critic_trains_on_the_prioritized_batch_and_the_actor_on_a_uniform_o
 
 
 @pytest.mark.parametrize("algorithm", [SAC, TD3])
-def test_the_priorities_are_written_back_from_the_critic_batch_only(monkeypatch, algorithm):
+def test_the_priorities_are_written_back_from_the_critic_batch_only(monkeypatch, priorities, algorithm):
     model = critic_only_per(algorithm, **({"policy_delay": 1} if algorithm is TD3 else {}))
     model.learn(100)
     buffer = model.replay_buffer
@@ -87,8 +93,10 @@ def test_the_priorities_are_written_back_from_the_critic_batch_only(monkeypatch,
     np.testing.assert_array_equal(priorities(buffer)[only_actor], before[only_actor])
 
 
-def test_the_first_critic_step_is_pers_same_batch_same_update_same_priorities(monkeypatch):
-    models = [critic_only_per(learning_starts=100, uniform_actor_batch=flag) for flag in (True, False)]
+def test_the_first_critic_step_is_pers_same_batch_same_update_same_priorities(monkeypatch, priorities):
+    models = [
+        critic_only_per(learning_starts=100, replay_scheme=PER(uniform_actor_batch=flag)) for flag in (True, False)
+    ]
     critic_batches = []
     for model in models:
         model.learn(100)  # collection only: both buffers hold the same transitions
@@ -106,18 +114,18 @@ def test_the_first_critic_step_is_pers_same_batch_same_update_same_priorities(mo
     assert any(not th.equal(ours, theirs) for ours, theirs in actors)
 
 
-def test_td3_samples_an_actor_batch_only_for_its_delayed_actor_steps(monkeypatch):
+def test_td3_samples_an_actor_batch_only_for_its_delayed_actor_steps(record_calls):
     model = critic_only_per(TD3, policy_delay=2)
     model.learn(60)
     model._n_updates = 0
-    uniform_calls = record_calls(monkeypatch, model.replay_buffer, "sample_uniform")
+    uniform_calls = record_calls(model.replay_buffer, "sample_uniform")
     model.train(gradient_steps=4, batch_size=BATCH)  # actor steps at _n_updates 2 and 4
     assert [args[0] for args, _ in uniform_calls] == [BATCH, BATCH]
 
 
 @pytest.mark.parametrize("algorithm", [SAC, TD3])
-def test_telemetry_counts_critic_and_actor_batches_apart(algorithm):
-    model = critic_only_per(algorithm, env=RegimeTaggedPendulum(2), replay_buffer_kwargs={"tag_key": "regime"})
+def test_telemetry_counts_critic_and_actor_batches_apart(regime_tagged_pendulum, algorithm):
+    model = critic_only_per(algorithm, env=regime_tagged_pendulum(2), replay_buffer_kwargs={"tag_key": "regime"})
     model.learn(60)  # TD3: every other training call has no actor step
     logged = model.logger.name_to_value
     for stat in ("sample_share", "critic_sample_share", "actor_sample_share"):
@@ -138,14 +146,15 @@ def test_a_loaded_buffer_that_is_not_prioritized_is_refused(tmp_path):
     uniform = SAC("MlpPolicy", "Pendulum-v1", policy_kwargs={"net_arch": [16, 16]}, learning_starts=50)
     uniform.learn(60)
     uniform.save_replay_buffer(tmp_path / "uniform.pkl")
-    with pytest.raises(ValueError, match=r"uniform_actor_batch=True .* the replay buffer is a ReplayBuffer"):
+    with pytest.raises(ValueError, match=r"uniform_actor_batch=True.* the replay buffer is a ReplayBuffer"):
         model.load_replay_buffer(tmp_path / "uniform.pkl")
     assert isinstance(model.replay_buffer, PrioritizedReplayBuffer)  # the refused buffer was not kept
 
 
-def test_it_trains_with_prioritized_dict_replay():
-    env = DictObservation(gym.make("Pendulum-v1"))
-    model = critic_only_per(env=env, policy="MultiInputPolicy", replay_buffer_class=PrioritizedDictReplayBuffer)
+def test_it_trains_with_prioritized_dict_replay(dict_pendulum):
+    model = critic_only_per(
+        env=dict_pendulum, policy="MultiInputPolicy", replay_buffer_class=PrioritizedDictReplayBuffer
+    )
     model.learn(80)
     assert model.replay_buffer.n_priority_updates == model._n_updates == 30
 
@@ -153,27 +162,31 @@ def test_it_trains_with_prioritized_dict_replay():
 def test_save_and_load_keep_it(tmp_path):
     model = critic_only_per()
     model.save(tmp_path / "model")
-    assert SAC.load(tmp_path / "model").uniform_actor_batch is True
+    assert SAC.load(tmp_path / "model").replay_scheme == PER(uniform_actor_batch=True)
 
 
 def test_it_is_off_by_default():
-    assert SAC("MlpPolicy", "Pendulum-v1").uniform_actor_batch is False
+    assert SAC("MlpPolicy", "Pendulum-v1").replay_scheme is None  # PER() with a prioritized buffer
+    assert PER().uniform_actor_batch is False and LAP().uniform_actor_batch is False
 
 
 # --- bad input -----------------------------------------------------------------------------------------------
 
 
-def test_a_value_that_is_not_a_bool_raises_naming_it():
+@pytest.mark.parametrize("scheme", [PER, LAP])
+def test_a_value_that_is_not_a_bool_raises_naming_it(scheme):
     with pytest.raises(ValueError, match=r"uniform_actor_batch must be a bool, got 'yes'"):
-        SAC("MlpPolicy", "Pendulum-v1", uniform_actor_batch="yes")
+        scheme(uniform_actor_batch="yes")
 
 
-@pytest.mark.parametrize("per_mode", ["pal", "la3p"])
-def test_modes_whose_actor_has_no_prioritized_batch_refuse_it(per_mode):
-    with pytest.raises(ValueError, match=rf"uniform_actor_batch=True .* got per_mode='{per_mode}'"):
-        SAC("MlpPolicy", "Pendulum-v1", per_mode=per_mode, uniform_actor_batch=True)
+@pytest.mark.parametrize("scheme", [PAL, LA3P])
+def test_schemes_whose_actor_has_no_prioritized_batch_have_no_such_parameter(scheme):
+    # Before the refactor, per_mode='pal' or 'la3p' with uniform_actor_batch=True raised ValueError at the
+    # algorithm's construction; now the schemes have no such parameter to set.
+    with pytest.raises(TypeError, match="uniform_actor_batch"):
+        scheme(uniform_actor_batch=True)
 
 
 def test_a_buffer_that_is_not_prioritized_is_refused():
-    with pytest.raises(ValueError, match=r"uniform_actor_batch=True .* the replay buffer is a ReplayBuffer"):
-        SAC("MlpPolicy", "Pendulum-v1", uniform_actor_batch=True)
+    with pytest.raises(ValueError, match=r"uniform_actor_batch=True.* the replay buffer is a ReplayBuffer"):
+        SAC("MlpPolicy", "Pendulum-v1", replay_scheme=PER(uniform_actor_batch=True))

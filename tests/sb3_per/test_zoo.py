@@ -114,6 +114,7 @@ def test_packaged_hyperparameters_build_a_prioritized_model(algo, env_id, tmp_pa
     assert raw["replay_scheme"] == "PER()" and model.replay_scheme == sb3_per.PER()
 
 
+@pytest.mark.slow
 def test_tiny_zoo_training_updates_priorities(tmp_path, monkeypatch):
     from rl_zoo3.exp_manager import ExperimentManager
 
