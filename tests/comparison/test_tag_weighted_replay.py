@@ -1,6 +1,7 @@
 """A replay buffer that samples each tag in proportion to a fixed weight, uniformly within a tag (a PER ablation)."""
 
 import pickle
+import re
 
 import numpy as np
 import pytest
@@ -72,6 +73,13 @@ def test_seeded_sampling_repeats_and_survives_pickling(add_tagged_steps):
     first = buffer.sample(50).indices
     set_random_seed(3)
     np.testing.assert_array_equal(restored.sample(50).indices, first)
+
+
+@pytest.mark.parametrize("batch_size", [0, -1, 1.5, "32", None, True])
+def test_a_bad_batch_size_raises_a_value_error_naming_it(add_tagged_steps, batch_size):
+    buffer, _ = weighted_buffer(add_tagged_steps, n_envs=2, n_steps=9)
+    with pytest.raises(ValueError, match=rf"batch_size .*{re.escape(repr(batch_size))}"):
+        buffer.sample(batch_size)
 
 
 def test_an_empty_buffer_cannot_be_sampled_and_reset_empties_it(add_tagged_steps):

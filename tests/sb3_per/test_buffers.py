@@ -65,6 +65,15 @@ def rank_heap(buffer: PrioritizedReplayBuffer) -> RankHeap:
         ({"epsilon": 0.0}, "epsilon"),
         ({"weight_normalization": "global"}, "weight_normalization"),
         ({"alpha": 60.0, "epsilon": 1e-6}, "underflows"),
+        # not numbers: a ValueError naming the parameter and the value, never a TypeError
+        ({"alpha": "0.6"}, "alpha.*'0.6'"),
+        ({"alpha": None}, "alpha.*None"),
+        ({"epsilon": "1e-6"}, "epsilon.*'1e-6'"),
+        ({"epsilon": None}, "epsilon.*None"),
+        ({"beta_start": "0.4"}, "beta_start.*'0.4'"),
+        ({"beta_start": None}, "beta_start.*None"),
+        ({"beta_anneal_steps": np.nan}, "beta_anneal_steps.*nan"),
+        ({"beta_anneal_steps": None}, "beta_anneal_steps.*None"),
     ],
 )
 def test_bad_parameters_raise_a_value_error_naming_them(kwargs, name):

@@ -93,8 +93,22 @@ def test_bad_replay_scheme_settings_are_refused_at_construction(kwargs, message)
         (lambda: LAP(min_priority=0.0), r"min_priority must be a finite number > 0, got 0.0"),
         (lambda: LAP(td_error_reduction="median"), r"td_error_reduction must be one of \('mean', 'max'\)"),
         (lambda: PAL(td_error_reduction="median"), r"td_error_reduction must be one of \('mean', 'max'\)"),
+        # not numbers: a ValueError naming the parameter and the value (a bool is not a fraction of 1.0)
+        (lambda: PAL(alpha="0.4"), r"alpha must be a finite number >= 0, got '0.4'"),
+        (lambda: LAP(min_priority=None), r"min_priority must be a finite number > 0, got None"),
+        (lambda: LA3P(fraction=True), r"fraction must be in \(0, 1\], got True"),
+        (lambda: LA3P(fraction=None), r"fraction must be in \(0, 1\], got None"),
     ],
-    ids=["pal_alpha", "lap_min_priority", "lap_td_error_reduction", "pal_td_error_reduction"],
+    ids=[
+        "pal_alpha",
+        "lap_min_priority",
+        "lap_td_error_reduction",
+        "pal_td_error_reduction",
+        "pal_alpha_string",
+        "lap_min_priority_none",
+        "la3p_fraction_bool",
+        "la3p_fraction_none",
+    ],
 )
 def test_bad_scheme_parameters_are_refused_when_the_scheme_is_made(make, message):
     with pytest.raises(ValueError, match=message):

@@ -11,7 +11,7 @@ from stable_baselines3.common.type_aliases import ReplayBufferSamples
 from stable_baselines3.common.utils import set_random_seed
 
 from sb3_per import PrioritizedDictReplayBuffer, PrioritizedReplayBuffer, TaggedReplayBuffer, TaggedReplayBufferSamples
-from sb3_per.replay_tags import UNKNOWN_TAG, tag_of
+from sb3_per.replay_tags import MAX_TAGS, UNKNOWN_TAG, tag_of
 
 OBS_SPACE = spaces.Box(-np.inf, np.inf, (3,), np.float32)
 ACTION_SPACE = spaces.Box(-1.0, 1.0, (1,), np.float32)
@@ -135,6 +135,26 @@ def test_add_without_one_info_per_env_is_refused_before_anything_is_stored(kind,
     # and the same step with one info per env is stored
     buffer.add(obs, obs, np.zeros((3, 1)), np.ones(3), np.zeros(3), [{"regime": 9}] * 3)
     np.testing.assert_array_equal(buffer.observations[pos], obs)
+
+
+@pytest.mark.parametrize("kind", ["prioritized_tagged_faded", "uniform_tagged"])
+def test_a_tag_past_max_tags_is_refused_before_anything_is_stored_and_reset_frees_the_slots(kind):
+    buffer = BUFFERS_THAT_CHECK_INFOS[kind]()
+    obs = np.zeros((3, 3), dtype=np.float32)
+
+    def add_tags(*tags: int) -> None:
+        buffer.add(obs, obs, np.zeros((3, 1)), np.ones(3), np.zeros(3), [{"regime": tag} for tag in tags])
+
+    for first in range(0, MAX_TAGS, 3):  # an episode counter as the tag: new tags at every step, 0 .. MAX_TAGS - 1
+        add_tags(*(min(tag, MAX_TAGS - 1) for tag in (first, first + 1, first + 2)))
+    before = pickle.dumps(buffer)
+    with pytest.raises(ValueError, match=rf"info\['regime'\] = {MAX_TAGS} .*past MAX_TAGS = {MAX_TAGS}"):
+        add_tags(0, 1, MAX_TAGS)
+    assert pickle.dumps(buffer) == before
+    add_tags(0, 1, 2)  # tags it already has are still stored
+    buffer.reset()
+    add_tags(MAX_TAGS, MAX_TAGS + 1, MAX_TAGS + 2)  # and a reset buffer starts counting afresh
+    assert set(buffer.tags_at(np.arange(3))) == {MAX_TAGS, MAX_TAGS + 1, MAX_TAGS + 2}
 
 
 def test_reset_forgets_tags(add_tagged_steps):
