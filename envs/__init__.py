@@ -1,7 +1,8 @@
 """Gymnasium environments for sb3-per; importing the package registers ``PairsTrading-v0`` and ``NoisyBandit-v0``.
 
-In the repository this folder is ``envs/`` and its code imports it as ``envs``; installed (``pip install sb3-per``),
-it is the package ``sb3_per_envs``, a name no user's own ``envs`` package collides with::
+In the repository this folder is ``envs/`` and its code imports it as ``envs``; installed (``pip install -e .``
+from the clone, or a wheel built from it), it is the package ``sb3_per_envs``, a name no user's own ``envs``
+package collides with::
 
     import gymnasium as gym
     gym.make("sb3_per_envs:PairsTrading-v0")

@@ -31,7 +31,7 @@ LA3P_BUDGETS = ("matched", "paper")
 @dataclass(frozen=True)
 class LA3P(ReplayScheme):
     """
-    Loss-adjusted approximate actor prioritized experience replay (Saglam, Mutlu, Cicek & Kozat, IEEE TNNLS 2024,
+    Loss-adjusted approximate actor prioritized experience replay (Saglam, Mutlu, Cicek & Kozat, JAIR 78, 2023,
     "Actor Prioritized Experience Replay", https://arxiv.org/abs/2209.00532; code github.com/baturaysaglam/LA3P), for
     SAC, TD3 and DDPG.
 
