@@ -12,22 +12,12 @@ if [ "$#" = 0 ]; then
     exit 2
 fi
 results=docs/results/full
-# Another git command in the same repository (a developer's commit) holds its lock for a moment: wait and retry.
-commit_results() {
-    for _ in 1 2 3 4 5 6 7 8 9 10; do
-        if git add -- "$results" && git commit -q -m "$1" -- "$results"; then
-            return 0
-        fi
-        git diff --quiet HEAD -- "$results" && [ -z "$(git ls-files --others --exclude-standard -- "$results")" ] && return 0
-        sleep 5
-    done
-    echo "full_queue: could not commit: $1" >&2
-}
+source scripts/commit_results.sh
 for seed in $(seq 0 19); do
     for variant in "$@"; do
         .venv/bin/python scripts/compare.py --full --variants "$variant" --seeds "$seed" --workers 1 --no-progress-bar
         .venv/bin/python scripts/compare.py --full --report-only --no-progress-bar
-        commit_results "Full preset: ${variant} seed ${seed} finished, report rebuilt"
+        commit_results "$results" "Full preset: ${variant} seed ${seed} finished, report rebuilt"
     done
 done
 echo "full_queue: every seed of ${*} has finished"

@@ -10,11 +10,10 @@ cd "$(dirname "$0")/.."
 batch="${1:-2}"
 shift || true
 results=docs/results/minatar
+source scripts/commit_results.sh
 while [ "$(.venv/bin/python scripts/minatar_study.py pending "$@")" != 0 ]; do
     .venv/bin/python scripts/minatar_study.py run --max-runs "$batch" "$@"
-    git add -- "$results"
     left="$(.venv/bin/python scripts/minatar_study.py pending "$@")"
-    git commit -q -m "MinAtar study: finished runs and report ($left runs pending)" \
-        -- "$results" || echo "minatar_queue: nothing committed"
+    commit_results "$results" "MinAtar study: finished runs and report ($left runs pending)"
 done
 echo "minatar_queue: every run of the plan has finished"
