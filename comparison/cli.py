@@ -421,7 +421,7 @@ def compare_main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         try:
             dataclasses.replace(base, variant=variant)
         except ValueError as error:
-            parser.error(f"--variants {variant}: {error}")
+            parser.error(f"variant {variant}: {error}")
     try:  # each variant's config passed its checks: what can still be wrong is a seed (negative, an evaluation one)
         configs = plan_runs(base, plan)
     except ValueError as error:

@@ -55,7 +55,7 @@ from sb3_per import (
     ReLo,
     TaggedReplayBuffer,
 )
-from sb3_per.buffers import check_fading_weights, check_per_parameters
+from sb3_per.buffers import DEFAULT_WEIGHT_NORMALIZATION, check_fading_weights, check_per_parameters
 from sb3_per.checks import is_sampling_weight
 from sb3_per.fading import check_priority_half_life
 from sb3_per.schemes import ReplayScheme
@@ -312,15 +312,7 @@ class RunConfig:
         variant.scheme(self)  # its parameters checked by the scheme's constructor
         if "half_life" in variant.fields:  # only the variants that use it (see `canonical`)
             check_priority_half_life(self.half_life, self.buffer_size)
-            # the buffer's own check, here so that a refused half-life is a usage error, not a crash in every run
-            check_fading_weights(
-                self.alpha,
-                self.epsilon,
-                self.half_life,
-                self.buffer_size,
-                "buffer",
-                max(self.beta_start, self.beta_end),
-            )
+            self._check_fading()
         if "reward_floor" in variant.fields:
             check_reward_floor(self.reward_floor)
         if not _are_regime_weights(self.regime_weights):
@@ -385,6 +377,27 @@ class RunConfig:
             return cls(**fields)
         except TypeError as error:  # a value of the wrong type, compared or converted in __post_init__
             raise ValueError(f"a value of the wrong type ({error})") from None
+
+    def _check_fading(self) -> None:
+        """
+        The buffer's own check of a faded variant's settings (``check_fading_weights``), on the kwargs the run will
+        pass it, so that a half-life the buffer would refuse is refused with the config, not in every run.
+        """
+        kwargs = {"weight_normalization": DEFAULT_WEIGHT_NORMALIZATION, **self.replay_kwargs()}
+        try:
+            check_fading_weights(
+                kwargs["alpha"],
+                kwargs["epsilon"],
+                kwargs["priority_half_life"],
+                self.buffer_size,
+                kwargs["weight_normalization"],
+                max(kwargs["beta_start"], kwargs["beta_end"]),
+            )
+        except ValueError as error:
+            raise ValueError(
+                f"half_life={self.half_life!r} is too short for the {self.variant} variant's buffer of "
+                f"buffer_size={self.buffer_size!r}: use a longer half-life (the buffer: {error})"
+            ) from None
 
     def replay_kwargs(self) -> dict[str, Any]:
         """

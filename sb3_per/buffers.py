@@ -44,6 +44,7 @@ from sb3_per.samples import PrioritizedDictReplayBufferSamples, PrioritizedRepla
 from sb3_per.sum_tree import SumTree
 
 WEIGHT_NORMALIZATIONS = ("buffer", "batch")
+DEFAULT_WEIGHT_NORMALIZATION = "buffer"
 PRIORITIZATIONS = ("proportional", "rank")
 INTEGER_KINDS, REAL_KINDS = "iu", "iuf"  # numpy dtype kinds accepted for indices and stamps, and for TD errors
 KIND_NAMES = {INTEGER_KINDS: "integers", REAL_KINDS: "real numbers (integer or float, not bool or complex)"}
@@ -645,7 +646,7 @@ class PrioritizedReplayBuffer(PrioritizedBufferMixin, ReplayBuffer):
         beta_end: float = 1.0,
         beta_anneal_steps: int | str = 200_000,
         epsilon: float = 1e-6,
-        weight_normalization: str = "buffer",
+        weight_normalization: str = DEFAULT_WEIGHT_NORMALIZATION,
         n_steps: int = 1,
         gamma: float = 0.99,
         prioritization: str = "proportional",
@@ -723,7 +724,7 @@ class PrioritizedDictReplayBuffer(PrioritizedBufferMixin, DictReplayBuffer):
         beta_end: float = 1.0,
         beta_anneal_steps: int | str = 200_000,
         epsilon: float = 1e-6,
-        weight_normalization: str = "buffer",
+        weight_normalization: str = DEFAULT_WEIGHT_NORMALIZATION,
         n_steps: int = 1,
         gamma: float = 0.99,
         prioritization: str = "proportional",
@@ -784,7 +785,7 @@ def check_per_parameters(
     beta_end: float,
     beta_anneal_steps: int | str = 1,
     epsilon: float = 1e-6,
-    weight_normalization: str = "buffer",
+    weight_normalization: str = DEFAULT_WEIGHT_NORMALIZATION,
 ) -> None:
     """
     Raise ``ValueError``, naming the parameter and its value, if a ``PrioritizedReplayBuffer``

@@ -307,7 +307,7 @@ def test_a_finished_run_with_other_settings_is_refused(tmp_path):
         (["--variants", "per", "per"], "--variants lists"),
         (["--seeds", "0", "1000000"], "--seeds: seed=1000000 is one of the evaluation episodes"),
         (["--seeds", "-1"], "--seeds: seed and eval_seed must be >= 0"),
-        (["--variants", "faded", "--half-life", "2500"], "--variants faded: priority_half_life=2500.0"),
+        (["--variants", "faded", "--half-life", "2500"], "variant faded: half_life=2500.0 is too short"),
     ],
 )
 def test_compare_cli_rejects_bad_runs_with_a_usage_error(argv, message, capsys, tmp_path):
@@ -462,9 +462,27 @@ def test_a_faded_half_life_the_config_accepts_builds_its_model(half_life):
     assert model.replay_buffer.priority_half_life == half_life
 
 
+@pytest.mark.parametrize("half_life", [5_000.0, 7_000.0, 7_500.0, 9_000.0])  # about the limit, 7,300 at 1e6
+def test_the_config_refuses_a_faded_half_life_exactly_when_the_buffer_would(half_life):
+    accepted = RunConfig(variant="faded")
+    env = gym.make(accepted.env_id)
+    try:
+        config = replace(accepted, half_life=half_life)
+    except ValueError:
+        with pytest.raises(ValueError, match="priority_half_life"):  # the buffer refuses the same kwargs
+            PrioritizedReplayBuffer(
+                accepted.buffer_size,
+                env.observation_space,
+                env.action_space,
+                **{**accepted.replay_kwargs(), "priority_half_life": half_life},
+            )
+    else:
+        assert make_model(config, env).replay_buffer.priority_half_life == half_life
+
+
 def test_a_faded_half_life_the_buffer_would_refuse_is_refused_by_the_config():
     # 1,000,000 / 2,500 = 400 halvings: the IS weights would underflow to 0 (the buffer's check_fading_weights)
-    with pytest.raises(ValueError, match=r"priority_half_life=2500\.0"):
+    with pytest.raises(ValueError, match=r"half_life=2500\.0 is too short .*priority_half_life=2500\.0"):
         RunConfig(variant="faded", half_life=2_500.0)
     RunConfig(variant="per", half_life=2_500.0)  # a variant without fading ignores it
 
