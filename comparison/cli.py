@@ -314,10 +314,11 @@ def compare_parser(described: bool = True) -> argparse.ArgumentParser:
         "prioritization), pal (uniform replay with the prioritized approximation loss), la3p (actor prioritized "
         "replay: LAP for the critic, 1/priority for the actor), faded (PER whose priorities halve every --half-life "
         "env steps), relo (reducible-loss priorities), expected_td (priorities from a learned expected TD error), tqc "
-        "(sb3-contrib's TQC, uniform replay), tqc_uper (TQC with UPER's information-gain priorities); five "
-        "ablations of PER, in no preset: per_no_is (PER's sampling, no importance weights), regime_weighted "
-        "(no TD priorities: each regime sampled in proportion to --regime-weights, uniformly within it), "
-        "per_critic_only (PER for the critic's batch, a uniform batch for the actor), per_reward_priority "
+        "(sb3-contrib's TQC, uniform replay), tqc_uper (TQC with UPER's information-gain priorities); an ablation "
+        "of ReLo, in no preset: relo_online_loss (ReLo whose priority is the online critics' loss alone, without the "
+        "target critics'); five ablations of PER, in no preset: per_no_is (PER's sampling, no importance weights), "
+        "regime_weighted (no TD priorities: each regime sampled in proportion to --regime-weights, uniformly within "
+        "it), per_critic_only (PER for the critic's batch, a uniform batch for the actor), per_reward_priority "
         "(PER's sampling and weights with priorities from |reward|, set at write: no TD errors) and "
         "per_reward_floor (per_reward_priority with every |reward| below --reward-floor counted as it)",
     )

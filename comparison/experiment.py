@@ -36,6 +36,7 @@ from stable_baselines3.common.logger import configure
 
 import envs  # noqa: F401  (registers PairsTrading-v0)
 from comparison.ablation_buffers import RewardPrioritizedReplayBuffer, TagWeightedReplayBuffer, check_reward_floor
+from comparison.ablation_schemes import OnlineLossReLo
 from comparison.schema import CONFIG_FILE, EVALUATIONS_FILE, METRIC_COLUMNS, MODEL_FILE, TELEMETRY_FILE
 from comparison.telemetry import telemetry_rows, telemetry_table
 from envs import SUMMARY_KEYS, FlatPolicy, ZScorePolicy
@@ -122,6 +123,11 @@ def _lap_buffer(config: RunConfig) -> dict[str, Any]:
     return {"alpha": config.lap_alpha}
 
 
+def _relo_buffer(config: RunConfig) -> dict[str, Any]:
+    """ReLo's priority exponent and offset, and IS weights normalised by the batch, as its authors' SAC."""
+    return {"alpha": config.relo_alpha, "epsilon": config.relo_epsilon, "weight_normalization": "batch"}
+
+
 # Replay variants by name.
 VARIANTS: dict[str, ReplayVariant] = {
     # SB3's uniform replay (TaggedReplayBuffer: the same samples, plus their tags)
@@ -161,7 +167,7 @@ VARIANTS: dict[str, ReplayVariant] = {
         PrioritizedReplayBuffer,
         RELO_FIELDS,
         scheme=lambda c: ReLo(),
-        buffer_options=lambda c: {"alpha": c.relo_alpha, "epsilon": c.relo_epsilon, "weight_normalization": "batch"},
+        buffer_options=_relo_buffer,
     ),
     # Panahi et al. 2024: PER with priorities |h(s, a)|, h a regressor of the signed TD errors
     "expected_td": ReplayVariant(PrioritizedReplayBuffer, PER_FIELDS, scheme=lambda c: ExpectedTD()),
@@ -189,6 +195,10 @@ VARIANTS: dict[str, ReplayVariant] = {
         RewardPrioritizedReplayBuffer,
         PER_FIELDS | {"reward_floor"},
         buffer_options=lambda c: {"reward_floor": c.reward_floor},
+    ),
+    # An ablation of ReLo: its priority without the target critics' loss (the online loss), all else ReLo's
+    "relo_online_loss": ReplayVariant(
+        PrioritizedReplayBuffer, RELO_FIELDS, scheme=lambda c: OnlineLossReLo(), buffer_options=_relo_buffer
     ),
 }
 
@@ -233,9 +243,10 @@ class RunConfig:
         (0.003: the median |reward| of
         uniform SAC's critic samples on validation seed 100, 30k steps: ``python scripts/td_error_scale.py --variant
         uniform --seed 100``)
-    :param relo_alpha: the ``relo`` variant's priority exponent (0.5, its authors' for SAC)
-    :param relo_epsilon: the ``relo`` variant's priority offset (1e-7: its authors' 1e-5 is the size of this env's
-        squared TD errors; of 1e-5, 1e-6 and 1e-7, the highest mean final return on validation seeds 100 and 101,
+    :param relo_alpha: the priority exponent of the ``relo`` variant and its ablation ``relo_online_loss`` (0.5, its
+        authors' for SAC)
+    :param relo_epsilon: their priority offset (1e-7: its authors' 1e-5 is the size of this env's squared TD errors;
+        of 1e-5, 1e-6 and 1e-7, the highest mean final return on validation seeds 100 and 101,
         docs/results/scheme_validation/README.md)
     :param net_arch: hidden layers of the actor and critics
     :param learning_rate: Adam learning rate

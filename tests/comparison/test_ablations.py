@@ -1,17 +1,24 @@
-"""The comparison's four ablations of PER: its sampling without IS weights; its regime shares without TD priorities;
-its prioritized batch for the critic only; its sampling and weights with priorities from rewards."""
+"""The comparison's ablations of PER: its sampling without IS weights; its regime shares without TD priorities; its
+prioritized batch for the critic only; its sampling and weights with priorities from rewards. And of ReLo: its
+priority without the target critics' loss."""
+
+import dataclasses
+from types import SimpleNamespace
 
 import gymnasium as gym
 import numpy as np
 import pandas as pd
 import pytest
+import torch as th
 
 from comparison.ablation_buffers import RewardPrioritizedReplayBuffer, TagWeightedReplayBuffer
+from comparison.ablation_schemes import OnlineLossReLo
 from comparison.cli import compare_main
 from comparison.experiment import RunConfig, make_model
 from comparison.runner import PRESETS
 from envs import BREAK, NORMAL, STRESS
-from sb3_per import PER, PrioritizedReplayBuffer
+from sb3_per import PER, SAC, PrioritizedReplayBuffer, ReLo
+from sb3_per.schemes.base import CriticStep
 
 
 @pytest.fixture
@@ -79,9 +86,42 @@ def test_a_bad_reward_floor_is_refused_only_where_it_is_used(bad):
     )
 
 
+class FixedTargetCritics:
+    """SAC's per-sample loss, and target critics whose Q-values are fixed."""
+
+    elementwise_critic_loss = SAC.elementwise_critic_loss
+
+    def __init__(self, target_q_values: tuple[th.Tensor, ...]) -> None:
+        self.fixed = target_q_values
+
+    def target_q_values(self, batch: object) -> tuple[th.Tensor, ...]:
+        return self.fixed
+
+
+def test_relo_online_loss_prioritizes_by_the_online_loss_alone_and_is_relo_in_all_else():
+    targets = th.tensor([[0.0], [1.0], [2.0]])
+    online = (th.tensor([[1.0], [1.0], [0.0]]), th.tensor([[0.0], [3.0], [2.0]]))
+    step = CriticStep(SimpleNamespace(), online, targets)
+    critics = FixedTargetCritics((th.tensor([[0.5], [1.0], [5.0]]), th.tensor([[0.0], [1.0], [4.0]])))
+    # online squared errors, mean over the two critics: (1 + 0) / 2, (0 + 4) / 2, (4 + 0) / 2
+    got = OnlineLossReLo().priorities(step, th.zeros(3), critics)
+    assert got.tolist() == [0.5, 2.0, 2.0]
+    assert ReLo().priorities(step, th.zeros(3), critics).tolist() == [0.375, 2.0, 0.0]  # minus the target's
+
+    config = RunConfig(variant="relo_online_loss", relo_alpha=0.4, relo_epsilon=1e-6)
+    relo_config = dataclasses.replace(config, variant="relo")
+    model, relo = (make_model(c, gym.make(config.env_id)) for c in (config, relo_config))
+    assert type(model.replay_scheme) is OnlineLossReLo and isinstance(model.replay_scheme, ReLo)
+    assert model.replay_buffer_kwargs == relo.replay_buffer_kwargs
+    assert (model.replay_buffer.alpha, model.replay_buffer.epsilon) == (0.4, 1e-6)
+
+
 def test_the_ablations_are_in_no_preset():
     for preset in PRESETS.values():
-        ablations = {"per_no_is", "regime_weighted", "per_critic_only", "per_reward_priority", "per_reward_floor"}
+        ablations = {
+            *("per_no_is", "regime_weighted", "per_critic_only", "per_reward_priority", "per_reward_floor"),
+            "relo_online_loss",
+        }
         assert not ablations & set(preset.plan(None, None))
 
 

@@ -215,6 +215,7 @@ def test_each_variant_builds_the_algorithm_and_buffer_of_its_paper(
         *("per", "rank", "lap", "pal", "la3p", "faded"),
         *("relo", "expected_td", "tqc", "tqc_uper"),
         *("per_no_is", "regime_weighted", "per_critic_only", "per_reward_priority", "per_reward_floor"),
+        "relo_online_loss",
     }
 
 

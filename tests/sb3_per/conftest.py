@@ -1,10 +1,15 @@
-"""Fixtures of the library's tests: call recorders, priority readers and small envs with tags or Dict observations."""
+"""Fixtures of the library's tests: call recorders, batch spies, one replayed actor-critic step, priority readers,
+parameter comparisons and small envs with tags or Dict observations."""
 
+import copy
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import pytest
+import torch as th
 from gymnasium import spaces
 
 from sb3_per import PrioritizedReplayBuffer
@@ -34,6 +39,105 @@ def record_calls(monkeypatch: pytest.MonkeyPatch) -> CallRecorder:
         return calls
 
     return record
+
+
+@pytest.fixture
+def sampled_batches(monkeypatch: pytest.MonkeyPatch) -> Callable[..., list]:
+    """
+    ``sampled_batches(buffer, discount=None)``: the list that each batch ``buffer.sample`` returns from then on is
+    appended to; with ``discount``, each batch is given n-step-like discounts of that value before it is returned.
+    """
+
+    def spy_on(buffer: Any, discount: float | None = None) -> list:
+        batches: list = []
+        sample = buffer.sample
+
+        def spy(*args, **kwargs):
+            batch = sample(*args, **kwargs)
+            if discount is not None:
+                batch = batch._replace(discounts=th.full_like(batch.rewards, discount))
+            batches.append(batch)
+            return batch
+
+        monkeypatch.setattr(buffer, "sample", spy)
+        return batches
+
+    return spy_on
+
+
+@dataclass
+class ActorCriticStep:
+    """What one gradient step of SAC or TQC computed its targets from, recovered after the step."""
+
+    #: the step's one batch
+    batch: Any
+    #: a copy of the policy's networks (actor, critics, target critics) before the step
+    networks: Any
+    #: the entropy coefficient before the step
+    ent_coef: th.Tensor
+    #: the next actions the step drew for ``batch.next_observations`` (its random draws replayed), and their
+    #: log-probabilities
+    next_actions: th.Tensor
+    next_log_prob: th.Tensor
+
+
+@pytest.fixture
+def one_actor_critic_step(sampled_batches: Callable[..., list]) -> Callable[..., ActorCriticStep]:
+    """
+    ``one_actor_critic_step(model, batch_size, discount=None)``: train a SAC or TQC ``model`` one gradient step on
+    one batch and return an ``ActorCriticStep``: the networks before the step, and the step's next actions drawn
+    again from them with the torch random state the step started from (the actor's actions for its loss first, as
+    the step draws them). ``discount`` as ``sampled_batches``.
+    """
+
+    def step(model: Any, batch_size: int, discount: float | None = None) -> ActorCriticStep:
+        batches = sampled_batches(model.replay_buffer, discount)
+        networks = copy.deepcopy(model.policy)
+        ent_coef = th.exp(model.log_ent_coef.detach().clone())
+        rng_state = th.get_rng_state()
+        model.train(gradient_steps=1, batch_size=batch_size)
+        (batch,) = batches
+        th.set_rng_state(rng_state)
+        with th.no_grad():
+            networks.actor.action_log_prob(batch.observations)  # the noise of the actor-loss actions
+            next_actions, next_log_prob = networks.actor.action_log_prob(batch.next_observations)
+        return ActorCriticStep(batch, networks, ent_coef, next_actions, next_log_prob)
+
+    return step
+
+
+@pytest.fixture
+def truncated_target_quantiles() -> Callable[[Any, ActorCriticStep, int], th.Tensor]:
+    """
+    ``targets(model, step, kept)``: TQC's target quantiles of an ``ActorCriticStep``, by hand: the target critics'
+    quantiles at the next state pooled and sorted, the lowest ``kept`` of them, minus the entropy term, discounted
+    behind the reward; shape (batch_size, kept).
+    """
+
+    def targets(model: Any, step: ActorCriticStep, kept: int) -> th.Tensor:
+        batch = step.batch
+        with th.no_grad():
+            pooled = step.networks.critic_target(batch.next_observations, step.next_actions).flatten(start_dim=1)
+            lowest = pooled.sort(dim=1).values[:, :kept]
+            next_values = lowest - step.ent_coef * step.next_log_prob.reshape(-1, 1)
+            return batch.rewards + (1 - batch.dones) * model.gamma * next_values
+
+    return targets
+
+
+@pytest.fixture
+def assert_same_parameters() -> Callable[[Any, Any], None]:
+    """``check(model, reference)``: assert that the two models' policies (and entropy coefficients) are equal, bit
+    for bit."""
+
+    def check(model: Any, reference: Any) -> None:
+        reference_parameters = reference.policy.state_dict()
+        for name, parameter in model.policy.state_dict().items():
+            assert th.equal(parameter, reference_parameters[name]), name
+        if hasattr(reference, "log_ent_coef"):
+            assert th.equal(model.log_ent_coef, reference.log_ent_coef)
+
+    return check
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 """The PER code path is SB3's arithmetic: with alpha = 0 (uniform sampling, unit weights) it trains exactly as
-SB3's own ``train`` does on the same batches, bit for bit."""
+SB3's (and sb3-contrib's TQC's) own ``train`` does on the same batches, bit for bit."""
 
 from __future__ import annotations
 
@@ -7,11 +7,12 @@ from collections import deque
 from typing import Any
 
 import pytest
+import sb3_contrib
 import stable_baselines3
 import torch as th
 from stable_baselines3.common.logger import Logger
 
-from sb3_per import DDPG, DQN, SAC, TD3, PrioritizedReplayBuffer
+from sb3_per import DDPG, DQN, SAC, TD3, TQC, PrioritizedReplayBuffer
 
 # ours, SB3's, env
 ALGORITHMS = {
@@ -19,6 +20,7 @@ ALGORITHMS = {
     "TD3": (TD3, stable_baselines3.TD3, "Pendulum-v1"),
     "DDPG": (DDPG, stable_baselines3.DDPG, "Pendulum-v1"),
     "DQN": (DQN, stable_baselines3.DQN, "CartPole-v1"),
+    "TQC": (TQC, sb3_contrib.TQC, "Pendulum-v1"),
 }
 GRADIENT_STEPS = 3
 
@@ -28,16 +30,8 @@ def settings() -> dict[str, Any]:
     return {"policy_kwargs": {"net_arch": [16, 16]}, "batch_size": 32, "learning_starts": 200, "seed": 0}
 
 
-def assert_same_parameters(model: Any, reference: Any) -> None:
-    reference_parameters = reference.policy.state_dict()
-    for name, parameter in model.policy.state_dict().items():
-        assert th.equal(parameter, reference_parameters[name]), name
-    if hasattr(reference, "log_ent_coef"):
-        assert th.equal(model.log_ent_coef, reference.log_ent_coef)
-
-
 @pytest.mark.parametrize("name", ALGORITHMS)
-def test_per_path_with_alpha_zero_is_sb3s_train_on_the_same_batches(monkeypatch, name):
+def test_per_path_with_alpha_zero_is_sb3s_train_on_the_same_batches(monkeypatch, assert_same_parameters, name):
     ours, theirs, env_id = ALGORITHMS[name]
     model = ours(
         "MlpPolicy",
@@ -65,7 +59,7 @@ def test_per_path_with_alpha_zero_is_sb3s_train_on_the_same_batches(monkeypatch,
     monkeypatch.setattr(model.replay_buffer, "sample", recording_sample)
     monkeypatch.setattr(reference.replay_buffer, "sample", lambda *args, **kwargs: pending.popleft())
     for _ in range(2):
-        rng_state = th.get_rng_state()  # SAC's actor noise, TD3's target smoothing
+        rng_state = th.get_rng_state()  # SAC's and TQC's actor noise, TD3's target smoothing
         model.train(gradient_steps=GRADIENT_STEPS, batch_size=32)
         th.set_rng_state(rng_state)
         reference.train(gradient_steps=GRADIENT_STEPS, batch_size=32)

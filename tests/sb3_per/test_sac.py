@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import io
 import math
 import warnings
@@ -100,28 +99,12 @@ def collected_model(**kwargs: Any) -> SAC:
     return model
 
 
-def spy_on_sample(monkeypatch: pytest.MonkeyPatch, buffer: PrioritizedReplayBuffer, discount: float | None) -> list:
-    """Record each batch ``buffer.sample`` returns; with ``discount``, give the batch n-step-like discounts."""
-    batches = []
-    sample = buffer.sample
-
-    def spy(*args, **kwargs):
-        batch = sample(*args, **kwargs)
-        if discount is not None:
-            batch = batch._replace(discounts=th.full_like(batch.rewards, discount))
-        batches.append(batch)
-        return batch
-
-    monkeypatch.setattr(buffer, "sample", spy)
-    return batches
-
-
-def test_train_weights_the_critic_loss_by_the_sampled_is_weights(monkeypatch):
+def test_train_weights_the_critic_loss_by_the_sampled_is_weights(monkeypatch, sampled_batches):
     model = collected_model()
     buffer = model.replay_buffer
     # uneven priorities, so that the IS weights are not all one
     buffer.tree.update(np.arange(buffer.n_transitions), np.linspace(0.1, 3.0, buffer.n_transitions))
-    batches = spy_on_sample(monkeypatch, buffer, None)
+    batches = sampled_batches(buffer)
     calls = []
 
     def spy_loss(current_q_values, target_q_values, weights, scale):
@@ -147,30 +130,21 @@ def test_train_weights_the_critic_loss_by_the_sampled_is_weights(monkeypatch):
 
 @pytest.mark.parametrize(("reduction", "discount"), [("mean", None), ("max", None), ("mean", 0.5)])
 def test_priorities_of_the_sampled_indices_follow_their_td_errors(
-    monkeypatch, priorities, assert_only_sampled_priorities_follow, reduction, discount
+    priorities, assert_only_sampled_priorities_follow, one_actor_critic_step, reduction, discount
 ):
     model = collected_model(replay_scheme=PER(td_error_reduction=reduction))
     buffer = model.replay_buffer
     before = priorities(buffer)
-    batches = spy_on_sample(monkeypatch, buffer, discount)
-    # What the TD errors are computed from: the networks before the step, and the torch RNG state,
-    # to replay the actor's sampling noise.
-    networks_before = copy.deepcopy(model.policy)
-    ent_coef = th.exp(model.log_ent_coef.detach().clone())
-    rng_state = th.get_rng_state()
 
-    model.train(gradient_steps=1, batch_size=64)
+    step = one_actor_critic_step(model, batch_size=64, discount=discount)
 
-    (batch,) = batches
-    th.set_rng_state(rng_state)
+    batch, networks = step.batch, step.networks
     with th.no_grad():
-        networks_before.actor.action_log_prob(batch.observations)  # the noise of the actor-loss actions
-        next_actions, next_log_prob = networks_before.actor.action_log_prob(batch.next_observations)
-        next_q = th.cat(networks_before.critic_target(batch.next_observations, next_actions), dim=1).amin(1, True)
-        next_q = next_q - ent_coef * next_log_prob.reshape(-1, 1)
+        next_q = th.cat(networks.critic_target(batch.next_observations, step.next_actions), dim=1).amin(1, True)
+        next_q = next_q - step.ent_coef * step.next_log_prob.reshape(-1, 1)
         gamma = model.gamma if discount is None else discount
         target = batch.rewards + (1 - batch.dones) * gamma * next_q
-        abs_errors = (th.cat(networks_before.critic(batch.observations, batch.actions), dim=1) - target).abs()
+        abs_errors = (th.cat(networks.critic(batch.observations, batch.actions), dim=1) - target).abs()
     td = (abs_errors.mean(1) if reduction == "mean" else abs_errors.amax(1)).numpy().astype(np.float64)
     sampled = assert_only_sampled_priorities_follow(buffer, before, batch.indices, td)
     after = priorities(buffer)

@@ -3,8 +3,6 @@ from the quantile critics' mean TD errors, and save/load with its scheme."""
 
 from __future__ import annotations
 
-import copy
-from collections import deque
 from typing import Any
 
 import numpy as np
@@ -14,7 +12,6 @@ import torch as th
 from sb3_contrib.common.utils import quantile_huber_loss
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.env_util import make_vec_env
-from stable_baselines3.common.logger import Logger
 
 import sb3_per.schemes.base as scheme_base
 import sb3_per.tqc as per_tqc
@@ -38,18 +35,13 @@ def settings(**kwargs: Any) -> dict[str, Any]:
     return {**small, **kwargs}
 
 
-def assert_same_parameters(model: Any, reference: Any) -> None:
-    reference_parameters = reference.policy.state_dict()
-    for name, parameter in model.policy.state_dict().items():
-        assert th.equal(parameter, reference_parameters[name]), name
-    assert th.equal(model.log_ent_coef, reference.log_ent_coef)
-
-
 # --- without prioritized replay: sb3-contrib's TQC --------------------------------------------------------
 
 
 @pytest.mark.parametrize(("replay_scheme", "n_steps"), [(None, 1), (PER(), 3)], ids=["no-scheme", "PER-3-step"])
-def test_with_sb3s_replay_buffer_it_trains_as_sb3_contrib_tqc(monkeypatch, replay_scheme, n_steps):
+def test_with_sb3s_replay_buffer_it_trains_as_sb3_contrib_tqc(
+    monkeypatch, assert_same_parameters, replay_scheme, n_steps
+):
     """SB3's buffer: sb3-contrib's train itself (no scheme) or the scheme path on unweighted batches, same bits."""
     reference = sb3_contrib.TQC("MlpPolicy", ENV_ID, n_steps=n_steps, **settings(learning_starts=100)).learn(200)
 
@@ -76,46 +68,6 @@ def test_with_sb3s_replay_buffer_it_trains_as_sb3_contrib_tqc(monkeypatch, repla
     assert losses == ([] if replay_scheme is None else [None] * 100)
     assert_same_parameters(model, reference)
     assert model.logger.name_to_value["train/critic_loss"] == reference.logger.name_to_value["train/critic_loss"]
-
-
-def test_prioritized_path_with_alpha_zero_is_sb3_contribs_train_on_the_same_batches(monkeypatch):
-    """Uniform sampling and unit IS weights through the weighted loss give sb3-contrib's training, bit for bit."""
-    model = TQC(
-        "MlpPolicy",
-        ENV_ID,
-        replay_buffer_class=PrioritizedReplayBuffer,
-        replay_buffer_kwargs={"alpha": 0.0},
-        **settings(learning_starts=200),
-    )
-    model.learn(200)  # collects 200 transitions, does not train
-    reference = sb3_contrib.TQC("MlpPolicy", ENV_ID, **settings(learning_starts=200))
-    reference.set_logger(Logger(folder=None, output_formats=[]))
-    assert_same_parameters(model, reference)  # same seed, same initial networks
-
-    # What the prioritized buffer samples for `model`, sb3-contrib's train gets, in the same order.
-    batches: list = []
-    pending: deque = deque()
-    sample = model.replay_buffer.sample
-
-    def recording_sample(*args, **kwargs):
-        batches.append(sample(*args, **kwargs))
-        pending.append(batches[-1])
-        return batches[-1]
-
-    monkeypatch.setattr(model.replay_buffer, "sample", recording_sample)
-    monkeypatch.setattr(reference.replay_buffer, "sample", lambda *args, **kwargs: pending.popleft())
-    for _ in range(2):
-        rng_state = th.get_rng_state()  # the actor's sampling noise
-        model.train(gradient_steps=50, batch_size=32)
-        th.set_rng_state(rng_state)
-        reference.train(gradient_steps=50, batch_size=32)
-
-        assert not pending  # sb3-contrib took every batch
-        assert all(th.equal(batch.weights, th.ones_like(batch.weights)) for batch in batches)
-        assert model._n_updates == reference._n_updates
-        assert_same_parameters(model, reference)
-        assert model.logger.name_to_value["train/critic_loss"] == reference.logger.name_to_value["train/critic_loss"]
-    assert model.replay_buffer.n_priority_updates == 100  # the PER path ran
 
 
 # --- the weighted quantile Huber loss -------------------------------------------------------------------
@@ -180,24 +132,12 @@ def collected_model(**kwargs: Any) -> TQC:
     return model
 
 
-def spy_on_sample(monkeypatch: pytest.MonkeyPatch, buffer: PrioritizedReplayBuffer) -> list:
-    batches: list = []
-    sample = buffer.sample
-
-    def spy(*args, **kwargs):
-        batches.append(sample(*args, **kwargs))
-        return batches[-1]
-
-    monkeypatch.setattr(buffer, "sample", spy)
-    return batches
-
-
-def test_train_weights_the_quantile_loss_by_the_sampled_is_weights(monkeypatch):
+def test_train_weights_the_quantile_loss_by_the_sampled_is_weights(monkeypatch, sampled_batches):
     model = collected_model()
     buffer = model.replay_buffer
     # uneven priorities, so that the IS weights are not all one
     buffer.tree.update(np.arange(buffer.n_transitions), np.linspace(0.1, 3.0, buffer.n_transitions))
-    batches = spy_on_sample(monkeypatch, buffer)
+    batches = sampled_batches(buffer)
     calls: list = []
 
     def spy_loss(current_quantiles, target_quantiles, weights):
@@ -222,32 +162,20 @@ def test_train_weights_the_quantile_loss_by_the_sampled_is_weights(monkeypatch):
 
 @pytest.mark.parametrize("reduction", ["mean", "max"])
 def test_priorities_of_the_sampled_indices_follow_the_critics_mean_td_errors(
-    monkeypatch, priorities, assert_only_sampled_priorities_follow, reduction
+    priorities, assert_only_sampled_priorities_follow, one_actor_critic_step, truncated_target_quantiles, reduction
 ):
     """A quantile critic's TD error is ``mean_q Z_k(s, a) - mean_j y_j`` (truncated targets), reduced over k."""
     model = collected_model(replay_scheme=PER(td_error_reduction=reduction))
     buffer = model.replay_buffer
     before = priorities(buffer)
-    batches = spy_on_sample(monkeypatch, buffer)
-    # What the TD errors are computed from: the networks before the step, and the torch RNG state, to replay the
-    # actor's sampling noise.
-    networks_before = copy.deepcopy(model.policy)
-    ent_coef = th.exp(model.log_ent_coef.detach().clone())
-    rng_state = th.get_rng_state()
 
-    model.train(gradient_steps=1, batch_size=32)
+    step = one_actor_critic_step(model, batch_size=32)
 
-    (batch,) = batches
-    th.set_rng_state(rng_state)
+    batch = step.batch
+    targets = truncated_target_quantiles(model, step, kept=N_CRITICS * (N_QUANTILES - DROP_PER_NET))
     with th.no_grad():
-        networks_before.actor.action_log_prob(batch.observations)  # the noise of the actor-loss actions
-        next_actions, next_log_prob = networks_before.actor.action_log_prob(batch.next_observations)
-        next_quantiles = networks_before.critic_target(batch.next_observations, next_actions).reshape(32, -1)
-        # keep the lowest n_critics * (n_quantiles - drop) of the pooled target quantiles
-        kept = next_quantiles.sort(dim=1).values[:, : N_CRITICS * (N_QUANTILES - DROP_PER_NET)]
-        targets = batch.rewards + (1 - batch.dones) * model.gamma * (kept - ent_coef * next_log_prob.reshape(-1, 1))
-        critic_means = networks_before.critic(batch.observations, batch.actions).mean(dim=2)  # (32, n_critics)
-        abs_errors = (critic_means - targets.mean(dim=1, keepdim=True)).abs()
+        critic_means = step.networks.critic(batch.observations, batch.actions).mean(dim=2)  # (32, n_critics)
+    abs_errors = (critic_means - targets.mean(dim=1, keepdim=True)).abs()
     td = (abs_errors.mean(1) if reduction == "mean" else abs_errors.amax(1)).numpy().astype(np.float64)
     sampled = assert_only_sampled_priorities_follow(buffer, before, batch.indices, td)
     assert len(sampled) > 20
@@ -257,7 +185,7 @@ def test_priorities_of_the_sampled_indices_follow_the_critics_mean_td_errors(
 # --- save / load / resume ---------------------------------------------------------------------------------
 
 
-def test_save_load_keeps_the_scheme_and_training_continues_prioritized(tmp_path, priorities):
+def test_save_load_keeps_the_scheme_and_training_continues_prioritized(tmp_path, priorities, assert_same_parameters):
     model = TQC(
         "MlpPolicy",
         ENV_ID,
