@@ -26,6 +26,14 @@ from sb3_per.schemes.base import (
 from sb3_per.schemes.per import PER
 
 
+def population_variance(values: th.Tensor, dim: int) -> th.Tensor:
+    """
+    The mean squared deviation from the mean along ``dim``, ``values.var(dim, unbiased=False)`` up to rounding: written
+    out because ``Tensor.var`` over a short dimension (TQC's 2 critics) costs over ten times as much on a CPU.
+    """
+    return (values - values.mean(dim=dim, keepdim=True)).square().mean(dim=dim)
+
+
 def information_gain(current_quantiles: th.Tensor, target_quantiles: th.Tensor, min_aleatoric: float) -> th.Tensor:
     """
     UPER's priority from an ensemble of quantile critics.
@@ -40,8 +48,8 @@ def information_gain(current_quantiles: th.Tensor, target_quantiles: th.Tensor, 
     """
     with th.no_grad():
         ensemble_mean = current_quantiles.mean(dim=1)  # (batch, quantiles)
-        aleatoric = ensemble_mean.var(dim=1, unbiased=False)
-        epistemic = current_quantiles.var(dim=1, unbiased=False).mean(dim=1)
+        aleatoric = population_variance(ensemble_mean, dim=1)
+        epistemic = population_variance(current_quantiles, dim=1).mean(dim=1)
         target_error = (target_quantiles.mean(dim=(1, 2)) - ensemble_mean.mean(dim=1)).square()
         return 0.5 * th.log1p((epistemic + target_error) / aleatoric.clamp(min=min_aleatoric))
 

@@ -3,7 +3,6 @@ where it cannot apply."""
 
 from __future__ import annotations
 
-import copy
 import math
 import re
 from typing import Any
@@ -14,7 +13,7 @@ import torch as th
 
 from sb3_per import DDPG, DQN, PER, SAC, TD3, TQC, UPER, PrioritizedReplayBuffer
 from sb3_per.schemes.base import CriticStep
-from sb3_per.schemes.uper import information_gain
+from sb3_per.schemes.uper import information_gain, population_variance
 
 ENV_ID = "Pendulum-v1"
 N_QUANTILES, N_CRITICS, DROP_PER_NET = 5, 2, 2
@@ -84,6 +83,12 @@ def test_priority_does_not_change_when_returns_are_shifted_or_scaled():
     np.testing.assert_allclose(gain.numpy(), information_gain_by_hand(current.numpy(), target.numpy(), 1e-12))
 
 
+@pytest.mark.parametrize("dim", [0, 1, 2])
+def test_population_variance_is_torchs_unbiased_false_variance_up_to_rounding(dim: int):
+    values = 3.0 + 2.0 * th.randn(7, 2, 5, generator=th.Generator().manual_seed(1), dtype=th.float64)
+    th.testing.assert_close(population_variance(values, dim), values.var(dim=dim, unbiased=False), rtol=1e-12, atol=0)
+
+
 # --- where UPER applies ---------------------------------------------------------------------------------
 
 
@@ -120,38 +125,21 @@ def test_bad_td_error_reduction_raises():
 
 
 def test_priorities_of_the_sampled_indices_are_the_information_gain_of_that_step(
-    monkeypatch, priorities, assert_only_sampled_priorities_follow
+    priorities, assert_only_sampled_priorities_follow, one_actor_critic_step, truncated_target_quantiles
 ):
     """The quantiles before the critic's optimizer step, at the batch's own (s, a), against its truncated targets."""
     model = uper_tqc(learning_starts=300)
     model.learn(300)  # collects, does not train
     buffer = model.replay_buffer
     before = priorities(buffer)
-    batches: list = []
-    sample = buffer.sample
 
-    def spy(*args, **kwargs):
-        batches.append(sample(*args, **kwargs))
-        return batches[-1]
+    step = one_actor_critic_step(model, batch_size=32)
 
-    monkeypatch.setattr(buffer, "sample", spy)
-    networks_before = copy.deepcopy(model.policy)
-    ent_coef = th.exp(model.log_ent_coef.detach().clone())
-    rng_state = th.get_rng_state()
-
-    model.train(gradient_steps=1, batch_size=32)
-
-    (batch,) = batches
-    th.set_rng_state(rng_state)
+    targets = truncated_target_quantiles(model, step, kept=N_CRITICS * (N_QUANTILES - DROP_PER_NET))
     with th.no_grad():
-        networks_before.actor.action_log_prob(batch.observations)  # the noise of the actor-loss actions
-        next_actions, next_log_prob = networks_before.actor.action_log_prob(batch.next_observations)
-        next_quantiles = networks_before.critic_target(batch.next_observations, next_actions).reshape(32, -1)
-        kept = next_quantiles.sort(dim=1).values[:, : N_CRITICS * (N_QUANTILES - DROP_PER_NET)]
-        targets = batch.rewards + (1 - batch.dones) * model.gamma * (kept - ent_coef * next_log_prob.reshape(-1, 1))
-        current = networks_before.critic(batch.observations, batch.actions)
+        current = step.networks.critic(step.batch.observations, step.batch.actions)
     gain = information_gain_by_hand(current.numpy(), targets.unsqueeze(1).numpy(), 1e-12)
-    assert assert_only_sampled_priorities_follow(buffer, before, batch.indices, gain).size > 20
+    assert assert_only_sampled_priorities_follow(buffer, before, step.batch.indices, gain).size > 20
 
 
 def test_a_short_run_writes_finite_positive_priorities(priorities):
