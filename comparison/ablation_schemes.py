@@ -12,11 +12,8 @@ from dataclasses import dataclass
 
 import torch as th
 
-from sb3_per import PER, ReLo
-from sb3_per.schemes.base import Critics, CriticStep
-
-#: The scheme whose priority ``OnlineLossReLo`` takes: the online critics' per-sample loss.
-ONLINE_LOSS_PER = PER(priority="loss")
+from sb3_per import ReLo
+from sb3_per.schemes.base import Critics, CriticStep, online_critic_loss
 
 
 @dataclass(frozen=True)
@@ -30,4 +27,4 @@ class OnlineLossReLo(ReLo):
     """
 
     def priorities(self, step: CriticStep, td_errors: th.Tensor, critics: Critics) -> th.Tensor:
-        return ONLINE_LOSS_PER.priorities(step, td_errors, critics)
+        return online_critic_loss(step, critics)

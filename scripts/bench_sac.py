@@ -8,7 +8,8 @@ Each is first run past ``learning_starts`` and a warm-up, then they take turns r
 rounds pair better than a few long ones on a shared machine. The script prints the milliseconds per step
 of each and their ratio to the baseline (targets: PER <= 1.03x uniform, LA3P with the matched budget
 <= 1.10x, telemetry on a tagged PER buffer <= 3% over PER, ReLo and ExpectedTD <= 1.10x); with ``--tqc``,
-sb3_per.TQC with uniform replay and with UPER (target <= 1.05x the uniform TQC, printed apart).
+sb3_per.TQC with uniform replay, with PER and with UPER (UPER's target <= 1.05x the uniform TQC; PER's ratio shows
+what of UPER's cost is prioritized replay itself; both printed apart).
 
     python scripts/bench_sac.py                          # Pendulum-v1, 40 rounds x 150 steps
     python scripts/bench_sac.py --control                # also sb3_per.SAC with the uniform buffer
@@ -75,6 +76,7 @@ def build_models(args: argparse.Namespace) -> dict[str, BaseAlgorithm]:
         )
     if args.tqc:
         models[TQC_BASELINE] = sb3_per.TQC("MlpPolicy", args.env, **settings)
+        models["sb3_per.TQC, PER"] = sb3_per.TQC("MlpPolicy", args.env, **prioritized)
         models["sb3_per.TQC, UPER"] = sb3_per.TQC("MlpPolicy", args.env, replay_scheme=sb3_per.UPER(), **prioritized)
     if args.telemetry:
         # Untagged envs store tag -1 everywhere: the telemetry's whole path runs, with one tag.
@@ -121,7 +123,7 @@ def main() -> None:
     parser.add_argument("--telemetry", action="store_true", help="also time PER with a tagged buffer's telemetry")
     parser.add_argument("--relo", action="store_true", help="also time sb3_per.SAC with replay_scheme=ReLo()")
     parser.add_argument("--expected-td", action="store_true", help="also time sb3_per.SAC with ExpectedTD()")
-    parser.add_argument("--tqc", action="store_true", help="also time sb3_per.TQC, uniform and with UPER()")
+    parser.add_argument("--tqc", action="store_true", help="also time sb3_per.TQC: uniform, with PER() and with UPER()")
     args = parser.parse_args()
     th.set_num_threads(1)
 
@@ -146,7 +148,7 @@ def main() -> None:
         )
     if TQC_BASELINE in times:
         tqc_wall = times[TQC_BASELINE]["wall"]
-        for name in ("sb3_per.TQC, UPER",):
+        for name in ("sb3_per.TQC, PER", "sb3_per.TQC, UPER"):
             ratio_per_round = np.median(times[name]["wall"] / tqc_wall)
             print(
                 f"{name} / {TQC_BASELINE}: {np.median(times[name]['wall']) / np.median(tqc_wall):.3f}x median, "

@@ -97,6 +97,18 @@ class Critics(Protocol):
         ...
 
 
+def online_critic_loss(step: CriticStep, critics: Critics) -> th.Tensor:
+    """
+    The online critics' per-sample loss in a critic step, averaged over the critics, without gradient.
+
+    :param step: a critic step (the online critics' Q-values from before its optimizer step, and its targets)
+    :param critics: the algorithm's critics (their per-sample loss: the squared error, or DQN's Huber loss)
+    :return: ``mean_k L(Q_k(s, a), y)`` per transition, shape (batch_size,)
+    """
+    with th.no_grad():
+        return critics.elementwise_critic_loss([q.detach() for q in step.q_values], step.targets).mean(dim=1)
+
+
 @dataclass
 class TrainingCallRecord:
     """

@@ -23,6 +23,7 @@ from sb3_per.schemes.base import (
     ReplayUpdate,
     TrainingCallRecord,
     log_importance_sampling_statistics,
+    online_critic_loss,
 )
 
 #: What PER's priorities can be made of (see ``PER``)
@@ -95,9 +96,7 @@ class PER(ReplayScheme):
     def priorities(self, step: CriticStep, td_errors: th.Tensor, critics: Critics) -> th.Tensor:
         if self.priority == "td_error":
             return td_errors
-        with th.no_grad():
-            q_values = [q.detach() for q in step.q_values]
-            return critics.elementwise_critic_loss(q_values, step.targets).mean(dim=1)
+        return online_critic_loss(step, critics)
 
     def log_statistics(self, logger: Logger, buffer: ReplayBuffer, record: TrainingCallRecord) -> None:
         log_importance_sampling_statistics(logger, buffer, record)

@@ -21,6 +21,7 @@ from sb3_per.schemes.base import (
     TrainingCallRecord,
     check_prioritized_buffer,
     log_importance_sampling_statistics,
+    online_critic_loss,
 )
 from sb3_per.schemes.per import PER
 
@@ -35,9 +36,8 @@ def reducible_loss(step: CriticStep, critics: Critics) -> th.Tensor:
     :return: ``relu(mean_k L(Q_k(s, a), y) - mean_k L(Q'_k(s, a), y))`` per transition, shape (batch_size,)
     """
     with th.no_grad():
-        online = critics.elementwise_critic_loss([q.detach() for q in step.q_values], step.targets).mean(dim=1)
         target = critics.elementwise_critic_loss(critics.target_q_values(step.batch), step.targets).mean(dim=1)
-        return th.relu(online - target)
+        return th.relu(online_critic_loss(step, critics) - target)
 
 
 @dataclass(frozen=True)

@@ -28,8 +28,12 @@ from sb3_per.schemes.per import PER
 
 def population_variance(values: th.Tensor, dim: int) -> th.Tensor:
     """
-    The mean squared deviation from the mean along ``dim``, ``values.var(dim, unbiased=False)`` up to rounding: written
-    out because ``Tensor.var`` over a short dimension (TQC's 2 critics) costs over ten times as much on a CPU.
+    The population variance, ``values.var(dim, unbiased=False)`` up to rounding: written out because ``Tensor.var``
+    over a short dimension (TQC's 2 critics) costs over ten times as much on a CPU.
+
+    :param values: any tensor
+    :param dim: the dimension to take the variance over
+    :return: the mean squared deviation from the mean along ``dim``, with ``dim`` removed
     """
     return (values - values.mean(dim=dim, keepdim=True)).square().mean(dim=dim)
 

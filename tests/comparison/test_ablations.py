@@ -110,9 +110,9 @@ def test_relo_online_loss_prioritizes_by_the_online_loss_alone_and_is_relo_in_al
 
     config = RunConfig(variant="relo_online_loss", relo_alpha=0.4, relo_epsilon=1e-6)
     relo_config = dataclasses.replace(config, variant="relo")
-    model, relo = (make_model(c, gym.make(config.env_id)) for c in (config, relo_config))
+    model, relo_model = (make_model(c, gym.make(config.env_id)) for c in (config, relo_config))
     assert type(model.replay_scheme) is OnlineLossReLo and isinstance(model.replay_scheme, ReLo)
-    assert model.replay_buffer_kwargs == relo.replay_buffer_kwargs
+    assert model.replay_buffer_kwargs == relo_model.replay_buffer_kwargs
     assert (model.replay_buffer.alpha, model.replay_buffer.epsilon) == (0.4, 1e-6)
 
 

@@ -75,9 +75,9 @@ class ActorCriticStep:
     networks: Any
     #: the entropy coefficient before the step
     ent_coef: th.Tensor
-    #: the next actions the step drew for ``batch.next_observations`` (its random draws replayed), and their
-    #: log-probabilities
+    #: the next actions the step drew for ``batch.next_observations`` (its random draws replayed)
     next_actions: th.Tensor
+    #: their log-probabilities under the actor before the step
     next_log_prob: th.Tensor
 
 
@@ -111,7 +111,8 @@ def truncated_target_quantiles() -> Callable[[Any, ActorCriticStep, int], th.Ten
     """
     ``targets(model, step, kept)``: TQC's target quantiles of an ``ActorCriticStep``, by hand: the target critics'
     quantiles at the next state pooled and sorted, the lowest ``kept`` of them, minus the entropy term, discounted
-    behind the reward; shape (batch_size, kept).
+    (by the batch's own discounts where it has them, n-step batches, else by the model's gamma) behind the reward;
+    shape (batch_size, kept).
     """
 
     def targets(model: Any, step: ActorCriticStep, kept: int) -> th.Tensor:
@@ -120,7 +121,8 @@ def truncated_target_quantiles() -> Callable[[Any, ActorCriticStep, int], th.Ten
             pooled = step.networks.critic_target(batch.next_observations, step.next_actions).flatten(start_dim=1)
             lowest = pooled.sort(dim=1).values[:, :kept]
             next_values = lowest - step.ent_coef * step.next_log_prob.reshape(-1, 1)
-            return batch.rewards + (1 - batch.dones) * model.gamma * next_values
+            discounts = batch.discounts if batch.discounts is not None else model.gamma
+            return batch.rewards + (1 - batch.dones) * discounts * next_values
 
     return targets
 

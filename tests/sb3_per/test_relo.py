@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch as th
 
-from sb3_per import DQN, SAC, PrioritizedReplayBuffer, ReLo
+from sb3_per import DQN, PER, SAC, PrioritizedReplayBuffer, ReLo
 from sb3_per.schemes.base import CriticStep
 from sb3_per.schemes.relo import reducible_loss
 
@@ -56,6 +56,40 @@ def test_reducible_loss_is_the_clipped_difference_of_huber_losses_for_dqn():
     target = (column(0.0, 1.0, 0.5, -3.0),)  # huber: 0, 0.5, 0.125, 2.5
     got = reducible_loss(CriticStep(batch, online, targets), DQNCritics(batch, target))
     assert th.allclose(got, th.tensor([0.125, 2.0, 1.375, 0.0]))
+
+
+@pytest.mark.parametrize(
+    ("critics_class", "online", "target", "expected"),
+    [
+        # errors 1, 0, -2 and 0, 2, 0: squared, mean over the twin critics
+        (
+            SACCritics,
+            (column(1.0, 1.0, 0.0), column(0.0, 3.0, 2.0)),
+            (column(0.5, 1.0, 5.0), column(0.0, 1.0, 4.0)),
+            [0.5, 2.0, 2.0],
+        ),
+        # errors 1, 2, -2: Huber 0.5, 1.5, 1.5
+        (DQNCritics, (column(1.0, 3.0, 0.0),), (column(0.5, 1.0, 5.0),), [0.5, 1.5, 1.5]),
+    ],
+    ids=["SAC-squared-error", "DQN-Huber"],
+)
+def test_pers_loss_priority_is_the_online_critics_mean_loss_the_first_term_of_relos(
+    critics_class, online, target, expected
+):
+    batch = SimpleNamespace()
+    targets = column(0.0, 1.0, 2.0)
+    critics = critics_class(batch, target)
+    step = CriticStep(batch, online, targets)
+    got = PER(priority="loss").priorities(step, th.zeros(3), critics)
+    assert got.tolist() == expected
+    assert th.equal(PER().priorities(step, th.full((3,), 7.0), critics), th.full((3,), 7.0))  # the TD errors
+    target_loss = critics.elementwise_critic_loss(target, targets).mean(dim=1)
+    assert th.equal(reducible_loss(step, critics), th.relu(got - target_loss))
+
+
+def test_a_bad_per_priority_raises_value_error_naming_it():
+    with pytest.raises(ValueError, match=r"priority must be one of \('td_error', 'loss'\), got 'reward'"):
+        PER(priority="reward")
 
 
 def relo_sac() -> SAC:
