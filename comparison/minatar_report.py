@@ -28,6 +28,7 @@ from comparison.minatar import (
 )
 from comparison.statistics import (
     DEFAULT_BOOTSTRAP,
+    FEW_SEEDS,
     bootstrap_ci,
     iqm,
     keyed_generator,
@@ -66,13 +67,19 @@ def scores_at(returns: pd.DataFrame, frame: int, metric: str) -> dict[tuple[str,
     }
 
 
-def direction_verdict(low: float, high: float, expected_sign: int) -> str:
+def direction_verdict(low: float, high: float, expected_sign: int, n_seeds: int) -> str:
     """
     Whether an interval of a difference shows the published direction: ``"reproduced"`` if it lies wholly on the
     side of ``expected_sign`` (+1 or -1), ``"contradicted"`` if wholly on the other, ``"undecided"`` if it holds 0.
+    With fewer than ``FEW_SEEDS`` seeds a bootstrap interval is about the seeds' range (one seed's is a point), so
+    there is no verdict yet: ``"too few seeds (n of FEW_SEEDS)"``.
+
+    :param n_seeds: the seeds behind the interval (the smaller count of the two variants compared)
     """
     if expected_sign not in (1, -1):
         raise ValueError(f"expected_sign must be 1 or -1, got {expected_sign!r}")
+    if n_seeds < FEW_SEEDS:
+        return f"too few seeds ({n_seeds} of {FEW_SEEDS})"
     if low > 0 or high < 0:
         return "reproduced" if (low > 0) == (expected_sign > 0) else "contradicted"
     return "undecided"
@@ -133,7 +140,11 @@ def comparison_table(returns: pd.DataFrame, frame: int, metric: str, seed: int =
         if metric == "train_return_ema" and published is not None and published_reference is not None:
             gap = published - published_reference
             published_text = f"{gap:+.2f}"
-            verdict = direction_verdict(*difference.absolute_ci, expected_sign=1 if gap > 0 else -1)
+            verdict = direction_verdict(
+                *difference.absolute_ci,
+                expected_sign=1 if gap > 0 else -1,
+                n_seeds=min(len(reference), len(by_seed)),
+            )
         else:
             published_text, verdict = "-", "-"
         relative = _cell(difference.relative, difference.relative_ci) if difference.relative_defined else "-"
@@ -212,7 +223,8 @@ def write_report(configs: Sequence[MinAtarConfig], out_dir: Path, command: str) 
         "",
         "IQM: mean of the middle half of the seeds (with 5 seeds, of the middle 3); intervals: percentile bootstrap "
         f"over seeds, {DEFAULT_BOOTSTRAP.n_resamples} resamples. Verdict: 'reproduced' when the interval of the IQM "
-        "difference lies wholly on the published side of 0, 'contradicted' on the other, 'undecided' when it holds 0.",
+        "difference lies wholly on the published side of 0, 'contradicted' on the other, 'undecided' when it holds 0; "
+        f"none with fewer than {FEW_SEEDS} seeds of either variant.",
         "",
     ]
     path = out_dir / SUMMARY_FILE

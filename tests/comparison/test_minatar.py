@@ -184,9 +184,14 @@ def test_the_model_has_the_authors_network_optimizer_and_replay(game: str) -> No
 
 
 def test_a_verdict_follows_the_side_of_zero_the_interval_lies_on() -> None:
-    assert direction_verdict(0.5, 2.0, expected_sign=1) == "reproduced"
-    assert direction_verdict(-3.0, -0.1, expected_sign=-1) == "reproduced"
-    assert direction_verdict(0.5, 2.0, expected_sign=-1) == "contradicted"
-    assert direction_verdict(-0.5, 2.0, expected_sign=1) == "undecided"
+    assert direction_verdict(0.5, 2.0, expected_sign=1, n_seeds=5) == "reproduced"
+    assert direction_verdict(-3.0, -0.1, expected_sign=-1, n_seeds=5) == "reproduced"
+    assert direction_verdict(0.5, 2.0, expected_sign=-1, n_seeds=5) == "contradicted"
+    assert direction_verdict(-0.5, 2.0, expected_sign=1, n_seeds=5) == "undecided"
     with pytest.raises(ValueError, match="expected_sign"):
-        direction_verdict(0.0, 1.0, expected_sign=0)
+        direction_verdict(0.0, 1.0, expected_sign=0, n_seeds=5)
+
+
+def test_there_is_no_verdict_before_five_seeds_of_each_variant() -> None:
+    assert direction_verdict(0.5, 2.0, expected_sign=1, n_seeds=1) == "too few seeds (1 of 5)"
+    assert direction_verdict(0.5, 2.0, expected_sign=-1, n_seeds=4) == "too few seeds (4 of 5)"
