@@ -30,7 +30,9 @@ for seed in $(seq "$first" "$last"); do
     for variant in "$@"; do
         .venv/bin/python scripts/compare.py --full --variants "$variant" --seeds "$seed" --workers 1 --no-progress-bar
         .venv/bin/python scripts/compare.py --full --report-only --no-progress-bar
-        commit_results "$results" "Full preset: ${variant} seed ${seed} finished, report rebuilt"
+        # this run and the report only: another queue's run in progress must not be committed as finished
+        commit_results "Full preset: ${variant} seed ${seed} finished, report rebuilt" \
+            "$results/runs/${variant}_s${seed}" "$results"/*.md "$results"/*.csv "$results"/*.png
     done
 done
 echo "full_queue: seeds ${first}-${last} of ${*} have finished"

@@ -14,6 +14,6 @@ source scripts/commit_results.sh
 while [ "$(.venv/bin/python scripts/minatar_study.py pending "$@")" != 0 ]; do
     .venv/bin/python scripts/minatar_study.py run --max-runs "$batch" "$@"
     left="$(.venv/bin/python scripts/minatar_study.py pending "$@")"
-    commit_results "$results" "MinAtar study: finished runs and report ($left runs pending)"
+    commit_results "MinAtar study: finished runs and report ($left runs pending)" "$results"
 done
 echo "minatar_queue: every run of the plan has finished"
