@@ -1,38 +1,58 @@
 #!/usr/bin/env bash
 # Trains the full preset's pending runs of the given variants in the background's one process, one run at a time,
 # seeds outermost (so that a partial comparison stays paired), and after each run rebuilds the full preset's report
-# from every finished run and commits docs/results/full, so that a stopped machine loses at most the run in progress.
-# Stop it with: kill <its pid> (the run in progress is redone on the next start). --seeds FIRST LAST (default 0 19)
-# limits it to those seeds, so that two queues on two cores can share the plan without ever training the same run.
+# from every finished run and commits it with the finished runs (a run folder counts once its evaluations.csv, written
+# last, is there), so that a stopped machine loses at most the run in progress. Stop it with: kill <its pid> (the run
+# in progress is redone on the next start).
+#
+# --seeds FIRST LAST (default 0 19) limits it to those seeds, so that two queues on two cores can share the plan
+# without ever training the same run. Each queue trains with a scratch --out whose runs/ is docs/results/full/runs
+# (so finished runs are seen and skipped, and runs land there), so that a training's own report never lands in
+# docs/results/full; the report there is only rebuilt, and committed, under a lock that the queues share.
 #
 #     nohup bash scripts/full_queue.sh relo expected_td > full_queue.log 2>&1 &
-#     nohup bash scripts/full_queue.sh --seeds 16 19 relo expected_td > full_queue_2.log 2>&1 &
+#     nohup bash scripts/full_queue.sh --seeds 0 9 relo expected_td > full_queue.log 2>&1 &
+#     nohup bash scripts/full_queue.sh --seeds 10 19 relo expected_td > full_queue_2.log 2>&1 &
 set -euo pipefail
 cd "$(dirname "$0")/.."
+usage="usage: bash scripts/full_queue.sh [--seeds FIRST LAST] VARIANT [VARIANT ...] (0 <= FIRST <= LAST <= 19)"
 first=0
 last=19
 if [ "${1:-}" = "--seeds" ]; then
     if [ "$#" -lt 3 ]; then
-        echo "usage: bash scripts/full_queue.sh [--seeds FIRST LAST] VARIANT [VARIANT ...]" >&2
+        echo "$usage" >&2
         exit 2
     fi
     first="$2"
     last="$3"
     shift 3
+    if ! [[ "$first" =~ ^[0-9]+$ && "$last" =~ ^[0-9]+$ ]] || [ "$first" -gt "$last" ] || [ "$last" -gt 19 ]; then
+        echo "--seeds FIRST LAST: got '${first}' '${last}'; ${usage}" >&2
+        exit 2
+    fi
 fi
 if [ "$#" = 0 ]; then
-    echo "usage: bash scripts/full_queue.sh [--seeds FIRST LAST] VARIANT [VARIANT ...]" >&2
+    echo "$usage" >&2
     exit 2
 fi
 results=docs/results/full
 source scripts/commit_results.sh
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+mkdir -p "$results/runs"
+ln -s "$PWD/$results/runs" "$scratch/runs"
+shopt -s nullglob
 for seed in $(seq "$first" "$last"); do
     for variant in "$@"; do
-        .venv/bin/python scripts/compare.py --full --variants "$variant" --seeds "$seed" --workers 1 --no-progress-bar
-        .venv/bin/python scripts/compare.py --full --report-only --no-progress-bar
-        # this run and the report only: another queue's run in progress must not be committed as finished
-        commit_results "Full preset: ${variant} seed ${seed} finished, report rebuilt" \
-            "$results/runs/${variant}_s${seed}" "$results"/*.md "$results"/*.csv "$results"/*.png
+        .venv/bin/python scripts/compare.py --full --variants "$variant" --seeds "$seed" --workers 1 \
+            --no-progress-bar --out "$scratch"
+        (
+            flock 9
+            .venv/bin/python scripts/compare.py --full --report-only --no-progress-bar
+            finished=("$results"/runs/*/evaluations.csv)
+            commit_results "Full preset: ${variant} seed ${seed} finished, report rebuilt" \
+                "${finished[@]%/evaluations.csv}" "$results"/*.md "$results"/*.csv "$results"/*.png
+        ) 9> "$(git rev-parse --git-dir)/full_queue.lock"
     done
 done
 echo "full_queue: seeds ${first}-${last} of ${*} have finished"

@@ -31,6 +31,7 @@ from comparison.minatar import (
 from comparison.minatar_report import (
     CURVES_FILE,
     RETURNS_TABLE,
+    comparison_table,
     direction_verdict,
     minatar_main,
     write_report,
@@ -195,3 +196,27 @@ def test_a_verdict_follows_the_side_of_zero_the_interval_lies_on() -> None:
 def test_there_is_no_verdict_before_five_seeds_of_each_variant() -> None:
     assert direction_verdict(0.5, 2.0, expected_sign=1, n_seeds=1) == "too few seeds (1 of 5)"
     assert direction_verdict(0.5, 2.0, expected_sign=-1, n_seeds=4) == "too few seeds (4 of 5)"
+
+
+def scores_frame(per_variant: dict[str, list[float]], frame: int = 1_000_000) -> pd.DataFrame:
+    """Breakout returns at ``frame``: one row per seed of each variant, seeds 0, 1, ..."""
+    rows = [
+        {"game": "breakout", "variant": variant, "seed": seed, "frame": frame, "train_return_ema": value}
+        for variant, values in per_variant.items()
+        for seed, value in enumerate(values)
+    ]
+    return pd.DataFrame(rows).assign(eval_return_mean=lambda frame_: frame_["train_return_ema"])
+
+
+def test_the_verdict_waits_for_five_seeds_of_both_variants_compared() -> None:
+    dqn, per = [7.0, 7.5, 8.0, 7.2, 7.8], [10.0, 10.5, 11.0, 9.8, 10.2]
+    # PER above DQN on every seed, as published for Breakout at 1M frames
+    assert table_verdicts(scores_frame({"dqn": dqn, "per": per})) == ["reproduced"]
+    assert table_verdicts(scores_frame({"dqn": dqn, "per": per[:4]})) == ["too few seeds (4 of 5)"]
+    assert table_verdicts(scores_frame({"dqn": dqn[:3], "per": per})) == ["too few seeds (3 of 5)"]
+
+
+def table_verdicts(returns: pd.DataFrame) -> list[str]:
+    """The verdict column of :func:`comparison_table` for the authors' metric at 1M frames."""
+    rows = comparison_table(returns, 1_000_000, "train_return_ema")[2:]
+    return [row.strip("| ").split(" | ")[-1] for row in rows]
