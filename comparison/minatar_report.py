@@ -236,6 +236,9 @@ def minatar_main(argv: list[str] | None = None) -> int:
     """
     Command line of ``scripts/minatar_study.py``: ``run`` trains the unfinished runs of the plan (in order, one at a
     time) and writes the report; ``report`` only writes it; ``pending`` prints how many runs are unfinished.
+    ``--shard INDEX COUNT`` gives ``run`` and ``pending`` every COUNT-th run of the plan from its INDEX-th (0-based),
+    so that COUNT processes, one per core, share the plan without training a run twice; the report always covers the
+    whole plan.
 
     :param argv: arguments (``sys.argv[1:]`` when None)
     :return: the exit status
@@ -250,9 +253,20 @@ def minatar_main(argv: list[str] | None = None) -> int:
     parser.add_argument("--eval-episodes", type=int, default=10, help="greedy episodes per logged row")
     parser.add_argument("--max-runs", type=int, default=None, help="train at most this many runs, then report")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT_DIR)
+    parser.add_argument(
+        "--shard",
+        nargs=2,
+        type=int,
+        default=(0, 1),
+        metavar=("INDEX", "COUNT"),
+        help="train (and count) only every COUNT-th run of the plan from its INDEX-th (0-based)",
+    )
     args = parser.parse_args(argv)
     if args.seeds < 1:
         parser.error(f"--seeds must be a positive integer, got {args.seeds}")
+    shard_index, shard_count = args.shard
+    if not 0 <= shard_index < shard_count:
+        parser.error(f"--shard INDEX COUNT needs 0 <= INDEX < COUNT, got {shard_index} {shard_count}")
     configs = plan_runs(
         args.games,
         args.variants,
@@ -261,11 +275,12 @@ def minatar_main(argv: list[str] | None = None) -> int:
         log_interval=args.log_interval,
         eval_episodes=args.eval_episodes,
     )
+    shard = configs[shard_index::shard_count]
     if args.action == "pending":
-        print(sum(finished_returns(args.out, config) is None for config in configs))
+        print(sum(finished_returns(args.out, config) is None for config in shard))
         return 0
     if args.action == "run":
-        progress = run_study(configs, args.out, max_runs=args.max_runs)
+        progress = run_study(shard, args.out, max_runs=args.max_runs)
         print(f"trained {len(progress.trained)} run(s); {len(progress.pending)} pending", flush=True)
     command = shlex.join(
         [

@@ -103,6 +103,20 @@ def test_the_command_line_counts_pending_runs_and_refuses_other_settings_runs(
         minatar_main(["pending", "--frames", "400", "--log-interval", "200", "--out", str(tmp_path / "new")])
 
 
+def test_shards_split_the_pending_runs_without_overlap_and_refuse_an_index_outside_the_count(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    counts = []
+    for index in range(5):
+        assert minatar_main(["pending", "--seeds", "2", "--shard", str(index), "5", "--out", str(tmp_path)]) == 0
+        counts.append(int(capsys.readouterr().out))
+    assert counts == [3, 3, 2, 2, 2]  # the 12 runs of the plan, every fifth from each index
+    for index, count in ((2, 2), (-1, 2), (0, 0)):
+        with pytest.raises(SystemExit):
+            minatar_main(["pending", "--shard", str(index), str(count), "--out", str(tmp_path)])
+        assert f"--shard INDEX COUNT needs 0 <= INDEX < COUNT, got {index} {count}" in capsys.readouterr().err
+
+
 def test_a_run_that_an_interrupted_attempt_left_is_trained_again(tmp_path: Path) -> None:
     config = replace(tiny_plan()[0])
     directory = run_dir(tmp_path, config)
