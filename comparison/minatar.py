@@ -26,6 +26,11 @@ Their settings, kept here in Stable-Baselines3's terms (``sb3_per.DQN``):
 - Their metric: the exponential moving average (decay 0.99, starting at 0) of the training episodes' returns, read at
   fixed frames (``train_return_ema``).
 
+Beyond their tasks, ``breakout_noisy``: Breakout with N(0, 1) added to every training reward (``RewardNoise``, outside
+SB3's ``Monitor``, so the returns logged and the greedy evaluations are the game's own), the noisy-TV case where a
+priority that follows TD errors meets noise that no network can learn. One brick is worth 1, so the noise is as large
+as the game's rewards; the level is set by that, not tuned. It runs after the published tasks in the plan.
+
 Deviations (also on the results page):
 
 - PER's priority is theirs, ``(Huber loss + 1e-5) ** 0.6`` (``PER(priority="loss")``), not Schaul et al.'s
@@ -46,6 +51,7 @@ Layout of the output directory (small files, committed as runs finish; any machi
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import shutil
@@ -66,16 +72,39 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import configure
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+from stable_baselines3.common.vec_env import VecEnv
 
 from comparison.experiment import write_csv_atomically
 from sb3_per import DQN, PER, PrioritizedReplayBuffer, ReLo
 
-#: The games, by the name runs use, and their Gymnasium ids (the full action set, as the authors' code).
-GAMES: dict[str, str] = {"breakout": "MinAtar/Breakout-v0", "seaquest": "MinAtar/Seaquest-v0"}
+
+@dataclass(frozen=True)
+class MinAtarGame:
+    """
+    One game of the study.
+
+    :param env_id: its Gymnasium id (``-v0``: the full action set, as the authors' code)
+    :param reward_noise_std: standard deviation of the Gaussian noise added to each training reward (0: none); the
+        returns logged and the greedy evaluations are the game's own
+    """
+
+    env_id: str
+    reward_noise_std: float = 0.0
+
+
+#: The games, by the name runs use. ``breakout_noisy`` is no published task: Breakout with N(0, 1) added to every
+#: training reward (one brick's worth), where a priority that follows TD errors meets noise it cannot learn.
+GAMES: dict[str, MinAtarGame] = {
+    "breakout": MinAtarGame("MinAtar/Breakout-v0"),
+    "seaquest": MinAtarGame("MinAtar/Seaquest-v0"),
+    "breakout_noisy": MinAtarGame("MinAtar/Breakout-v0", reward_noise_std=1.0),
+}
 #: Frames a greedy evaluation episode may last before it is cut (a policy that never loses would never end).
 EVAL_MAX_FRAMES = 10_000
 #: Seed of the first evaluation episode; episode ``i`` uses ``EVAL_SEED + i``, the same for every run.
 EVAL_SEED = 1_000_000
+#: Second key of the reward noise's generator (the first is the reset seed), apart from the seeds SB3 derives.
+NOISE_STREAM = 71_077_345
 #: Length of the authors' runs, over which their beta anneals.
 THEIR_TOTAL_FRAMES = 5_000_000
 
@@ -289,13 +318,51 @@ class MinAtarCNN(BaseFeaturesExtractor):
         return th.relu(self.hidden(x.flatten(start_dim=1)))
 
 
+class RewardNoise(gym.Wrapper[Any, Any, Any, Any]):
+    """
+    Adds N(0, ``std`` ** 2) to each reward, from a generator of its own seeded at each seeded reset (so the game's own
+    randomness is the same with and without the noise).
+
+    :param env: the env
+    :param std: the noise's standard deviation, > 0
+    """
+
+    def __init__(self, env: gym.Env, std: float) -> None:
+        if not std > 0.0 or not math.isfinite(std):
+            raise ValueError(f"std must be a positive finite number, got {std!r}")
+        super().__init__(env)
+        self.std = std
+        self._noise = np.random.default_rng()
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        if seed is not None:
+            self._noise = np.random.default_rng([seed, NOISE_STREAM])
+        return self.env.reset(seed=seed, options=options)
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        return observation, float(reward) + self.std * float(self._noise.standard_normal()), terminated, truncated, info
+
+
+def make_training_env(config: MinAtarConfig) -> VecEnv:
+    """
+    ``config``'s training env: a VecEnv of one game, seeded, SB3's ``Monitor`` recording the game's own returns, and
+    outside it the game's reward noise, if any.
+    """
+    game = GAMES[config.game]
+    if game.reward_noise_std == 0.0:
+        return make_vec_env(game.env_id, n_envs=1, seed=config.seed)
+    add_noise = functools.partial(RewardNoise, std=game.reward_noise_std)
+    return make_vec_env(game.env_id, n_envs=1, seed=config.seed, wrapper_class=add_noise)
+
+
 def register_minatar() -> None:
     """Register the MinAtar ids with Gymnasium (``minatar`` is an optional extra: GPL-3.0)."""
     try:
         import minatar.gym
     except ImportError as missing:
         raise ImportError('the MinAtar study needs MinAtar: pip install -e ".[minatar]"') from missing
-    if GAMES["breakout"] not in gym.registry:
+    if GAMES["breakout"].env_id not in gym.registry:
         minatar.gym.register_envs()
     # Gymnasium calls -v0 out of date at every make: it is the full action set, the authors' choice, on purpose.
     warnings.filterwarnings("ignore", message=r".*MinAtar/\w+-v0 is out of date", category=DeprecationWarning)
@@ -441,10 +508,9 @@ def train_minatar_run(config: MinAtarConfig, run_dir: Path) -> pd.DataFrame:
     shutil.rmtree(run_dir, ignore_errors=True)  # what an unfinished attempt left
     run_dir.mkdir(parents=True)
     (run_dir / CONFIG_FILE).write_text(config.to_json())
-    env = make_vec_env(GAMES[config.game], n_envs=1, seed=config.seed)
-    model = make_model(config, env)
+    model = make_model(config, make_training_env(config))
     model.set_logger(configure(str(run_dir), ["csv"]))
-    log = ReturnLog(config, gym.make(GAMES[config.game]))
+    log = ReturnLog(config, gym.make(GAMES[config.game].env_id))
     model.learn(config.total_frames, callback=log, log_interval=None)  # type: ignore[arg-type]
     rows = pd.DataFrame(log.rows, columns=list(RETURN_COLUMNS))
     check_returns(rows, config, run_dir / RETURNS_FILE)
@@ -509,17 +575,21 @@ def plan_runs(
     games: Iterable[str], variants: Iterable[str], seeds: Iterable[int], **settings: Any
 ) -> list[MinAtarConfig]:
     """
-    One config per (seed, game, variant), seeds outermost, so that a partial study stays paired.
+    One config per (seed, game, variant), seeds outermost, so that a partial study stays paired; the games with
+    reward noise after all the others (a control that runs once the published tasks are done).
 
     :param games: keys of ``GAMES``
     :param variants: keys of ``VARIANTS``
     :param seeds: the seeds
     :param settings: further ``MinAtarConfig`` fields (e.g. ``total_frames``)
     """
+    games, variants, seeds = list(games), list(variants), list(seeds)
+    stages = ([g for g in games if GAMES[g].reward_noise_std == 0.0], [g for g in games if GAMES[g].reward_noise_std])
     return [
         MinAtarConfig(game=game, variant=variant, seed=seed, **settings)
+        for stage in stages
         for seed in seeds
-        for game in games
+        for game in stage
         for variant in variants
     ]
 

@@ -208,6 +208,14 @@ def write_report(configs: Sequence[MinAtarConfig], out_dir: Path, command: str) 
         "",
         f"Finished runs: {len(finished)} of {len(configs)} planned.",
     ]
+    for name in dict.fromkeys(config.game for config in configs):
+        game = GAMES[name]
+        if game.reward_noise_std:
+            lines += [
+                "",
+                f"{name}: `{game.env_id}` with N(0, {game.reward_noise_std:g}^2) added to each training reward (the "
+                "returns logged and the greedy evaluations are the game's own); no published figures.",
+            ]
     if returns.empty:
         (out_dir / SUMMARY_FILE).write_text("\n".join([*lines, ""]))
         return out_dir / SUMMARY_FILE

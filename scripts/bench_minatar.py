@@ -13,9 +13,8 @@ import time
 
 import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.env_util import make_vec_env
 
-from comparison.minatar import GAMES, VARIANTS, MinAtarConfig, make_model, register_minatar
+from comparison.minatar import GAMES, VARIANTS, MinAtarConfig, make_model, make_training_env, register_minatar
 
 
 class TimeAfter(BaseCallback):
@@ -43,7 +42,7 @@ def main() -> None:
     config = MinAtarConfig(game=args.game, variant=args.variant, seed=args.seed, eval_episodes=0)
     total = config.learning_starts + args.frames
     config = MinAtarConfig(**{**config.__dict__, "total_frames": total, "log_interval": total})
-    model = make_model(config, make_vec_env(GAMES[config.game], n_envs=1, seed=config.seed))
+    model = make_model(config, make_training_env(config))
     timer = TimeAfter(config.learning_starts)
     model.learn(total, callback=timer, log_interval=None)  # type: ignore[arg-type]
     seconds = time.perf_counter() - timer.started

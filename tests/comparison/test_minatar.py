@@ -6,6 +6,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+import gymnasium as gym
 import numpy as np
 import pandas as pd
 import pytest
@@ -21,8 +22,10 @@ from comparison.minatar import (
     RETURNS_FILE,
     EpsilonSchedule,
     MinAtarConfig,
+    RewardNoise,
     finished_returns,
     make_model,
+    make_training_env,
     plan_runs,
     register_minatar,
     run_dir,
@@ -55,7 +58,7 @@ def tiny_plan(seeds: range = range(1)) -> list[MinAtarConfig]:
 
 @pytest.fixture(scope="module")
 def tiny_study(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Both games and variants, one seed, trained once for the module's tests."""
+    """Every game (the noisy one too) and both variants, one seed, trained once for the module's tests."""
     out_dir = tmp_path_factory.mktemp("minatar")
     run_study(tiny_plan(), out_dir, announce=lambda line: None)
     return out_dir
@@ -84,17 +87,19 @@ def test_a_finished_study_trains_nothing_when_run_again(tiny_study: Path) -> Non
 def test_the_report_covers_every_finished_run_with_its_curves(tiny_study: Path, tmp_path: Path) -> None:
     summary = write_report(tiny_plan(range(2)), tiny_study, command="python scripts/minatar_study.py run")
     text = summary.read_text()
-    assert "Finished runs: 4 of 8 planned." in text
+    assert "Finished runs: 6 of 12 planned." in text
     assert "| breakout | per | 1 |" in text and "| seaquest | dqn | 1 |" in text
+    assert "| breakout_noisy | per | 1 |" in text
+    assert "breakout_noisy: `MinAtar/Breakout-v0` with N(0, 1^2) added to each training reward" in text
     assert (tiny_study / CURVES_FILE).stat().st_size > 0
-    assert len(pd.read_csv(tiny_study / RETURNS_TABLE)) == 4 * 3
+    assert len(pd.read_csv(tiny_study / RETURNS_TABLE)) == 6 * 3
 
 
 def test_the_command_line_counts_pending_runs_and_refuses_other_settings_runs(
     tiny_study: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert minatar_main(["pending", "--seeds", "2", "--out", str(tmp_path)]) == 0
-    assert capsys.readouterr().out.strip() == "12"  # 2 seeds x 2 games x 3 variants (dqn, per, relo)
+    assert capsys.readouterr().out.strip() == "18"  # 2 seeds x 3 games x 3 variants (dqn, per, relo)
     # The tiny runs were written with other settings than the command line's (the authors' learning_starts...).
     with pytest.raises(ValueError, match="other settings"):
         minatar_main(["pending", "--out", str(tiny_study)])
@@ -110,11 +115,64 @@ def test_shards_split_the_pending_runs_without_overlap_and_refuse_an_index_outsi
     for index in range(5):
         assert minatar_main(["pending", "--seeds", "2", "--shard", str(index), "5", "--out", str(tmp_path)]) == 0
         counts.append(int(capsys.readouterr().out))
-    assert counts == [3, 3, 2, 2, 2]  # the 12 runs of the plan, every fifth from each index
+    assert counts == [4, 4, 4, 3, 3]  # the 18 runs of the plan, every fifth from each index
     for index, count in ((2, 2), (-1, 2), (0, 0)):
         with pytest.raises(SystemExit):
             minatar_main(["pending", "--shard", str(index), str(count), "--out", str(tmp_path)])
         assert f"--shard INDEX COUNT needs 0 <= INDEX < COUNT, got {index} {count}" in capsys.readouterr().err
+
+
+def test_the_plan_runs_the_noisy_game_after_every_published_one_seeds_outermost() -> None:
+    names = [config.run_name for config in plan_runs(list(GAMES), ["dqn", "per"], range(2))]
+    assert names == [
+        *("breakout_dqn_s0", "breakout_per_s0", "seaquest_dqn_s0", "seaquest_per_s0"),
+        *("breakout_dqn_s1", "breakout_per_s1", "seaquest_dqn_s1", "seaquest_per_s1"),
+        *("breakout_noisy_dqn_s0", "breakout_noisy_per_s0", "breakout_noisy_dqn_s1", "breakout_noisy_per_s1"),
+    ]
+
+
+def test_reward_noise_adds_unit_gaussians_reproducibly_and_leaves_the_game_alone() -> None:
+    register_minatar()
+    game = GAMES["breakout_noisy"]
+    assert game.reward_noise_std == 1.0 and game.env_id == GAMES["breakout"].env_id
+    clean = gym.make(game.env_id)
+    noisy, again = (RewardNoise(gym.make(game.env_id), std=1.0) for _ in range(2))
+    for env in (clean, noisy, again):
+        env.reset(seed=5)
+    differences, noisy_rewards, again_rewards = [], [], []
+    for action in np.random.default_rng(0).integers(0, 6, size=3_000):
+        observation, reward, terminated, truncated, _ = clean.step(int(action))
+        noisy_observation, noisy_reward, *_ = noisy.step(int(action))
+        noisy_rewards.append(noisy_reward)
+        again_rewards.append(again.step(int(action))[1])
+        assert np.array_equal(observation, noisy_observation)  # the game's own randomness is untouched
+        differences.append(noisy_reward - float(reward))
+        if terminated or truncated:
+            for env in (clean, noisy, again):
+                env.reset()
+    assert noisy_rewards == again_rewards  # the same seed, the same noise
+    assert abs(np.mean(differences)) < 0.1 and 0.9 < np.std(differences) < 1.1
+    with pytest.raises(ValueError, match=r"std must be a positive finite number, got 0\.0"):
+        RewardNoise(clean, std=0.0)
+
+
+def test_the_noisy_games_agent_stores_noisy_rewards_while_its_monitor_logs_the_games_own_returns() -> None:
+    register_minatar()
+    config = MinAtarConfig(game="breakout_noisy", **TINY)
+    noisy, clean = make_training_env(config), make_vec_env(GAMES["breakout"].env_id, n_envs=1, seed=config.seed)
+    noisy.reset(), clean.reset()
+    rng = np.random.default_rng(1)
+    episodes, total, steps = 0, 0.0, 0
+    while episodes < 3:
+        action = rng.integers(0, 6, size=1)
+        _, noisy_reward, noisy_done, noisy_info = noisy.step(action)
+        _, reward, done, info = clean.step(action)
+        assert noisy_done[0] == done[0] and noisy_reward[0] != reward[0]
+        total, steps = total + float(reward[0]), steps + 1
+        if done[0]:
+            assert noisy_info[0]["episode"]["r"] == info[0]["episode"]["r"] == pytest.approx(total)
+            episodes, total = episodes + 1, 0.0
+    assert steps > 30
 
 
 def test_a_run_that_an_interrupted_attempt_left_is_trained_again(tmp_path: Path) -> None:
@@ -179,7 +237,7 @@ def test_exploration_is_one_until_learning_starts_then_falls_linearly_to_its_flo
 @pytest.mark.parametrize("game", list(GAMES))
 def test_the_model_has_the_authors_network_optimizer_and_replay(game: str) -> None:
     register_minatar()
-    env = make_vec_env(GAMES[game], n_envs=1, seed=0)
+    env = make_vec_env(GAMES[game].env_id, n_envs=1, seed=0)
     channels = env.observation_space.shape[-1]
     assert env.action_space.n == 6  # the full action set, as their minatar.Environment
     dqn = make_model(MinAtarConfig(game=game, variant="dqn"), env)
