@@ -679,8 +679,11 @@ def write_csv_atomically(frame: pd.DataFrame, path: Path) -> None:
 
 
 def write_text_atomically(text: str, path: Path) -> None:
-    """Write ``text`` to ``path`` so that the file either does not exist or is complete."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
+    """
+    Write ``text`` to ``path`` so that the file either does not exist or is complete (the partial file is named after
+    the process, so that two processes writing the same file do not write into each other's).
+    """
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     tmp.write_text(text)
     os.replace(tmp, path)
 

@@ -74,7 +74,7 @@ from stable_baselines3.common.logger import configure
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from stable_baselines3.common.vec_env import VecEnv
 
-from comparison.experiment import write_csv_atomically
+from comparison.experiment import write_csv_atomically, write_text_atomically
 from sb3_per import DQN, PER, PrioritizedReplayBuffer, ReLo
 
 
@@ -90,6 +90,15 @@ class MinAtarGame:
 
     env_id: str
     reward_noise_std: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.reward_noise_std < math.inf:
+            raise ValueError(f"reward_noise_std must be a finite number >= 0, got {self.reward_noise_std!r}")
+
+    @property
+    def noisy(self) -> bool:
+        """Whether noise is added to the game's training rewards."""
+        return self.reward_noise_std > 0.0
 
 
 #: The games, by the name runs use. ``breakout_noisy`` is no published task: Breakout with N(0, 1) added to every
@@ -194,6 +203,9 @@ class MinAtarConfig:
     :param beta_anneal_samples: samples over which beta reaches 1 (their 5M-frame runs' schedule)
     :param priority_epsilon: added to each priority's base before the exponent
     :param ema_decay: decay of the moving average of training returns
+    :param reward_noise_std: the game's reward noise, ``GAMES[game].reward_noise_std`` (filled in when None; another
+        value raises), kept so that ``config.json`` records it and a run made at another level never counts as this
+        one's
     """
 
     game: str = "breakout"
@@ -218,10 +230,16 @@ class MinAtarConfig:
     beta_anneal_samples: int = THEIR_TOTAL_FRAMES - 5_000
     priority_epsilon: float = 1e-5
     ema_decay: float = 0.99
+    reward_noise_std: float | None = None
 
     def __post_init__(self) -> None:
         if self.game not in GAMES:
             raise ValueError(f"game must be one of {sorted(GAMES)}, got {self.game!r}")
+        noise = GAMES[self.game].reward_noise_std
+        if self.reward_noise_std is None:
+            object.__setattr__(self, "reward_noise_std", noise)
+        elif self.reward_noise_std != noise:
+            raise ValueError(f"reward_noise_std must be {self.game}'s {noise}, got {self.reward_noise_std!r}")
         if self.variant not in VARIANTS:
             raise ValueError(f"variant must be one of {sorted(VARIANTS)}, got {self.variant!r}")
         positive = ("total_frames", "log_interval", "batch_size", "buffer_size", "target_update_interval")
@@ -350,7 +368,7 @@ def make_training_env(config: MinAtarConfig) -> VecEnv:
     outside it the game's reward noise, if any.
     """
     game = GAMES[config.game]
-    if game.reward_noise_std == 0.0:
+    if not game.noisy:
         return make_vec_env(game.env_id, n_envs=1, seed=config.seed)
     add_noise = functools.partial(RewardNoise, std=game.reward_noise_std)
     return make_vec_env(game.env_id, n_envs=1, seed=config.seed, wrapper_class=add_noise)
@@ -507,7 +525,7 @@ def train_minatar_run(config: MinAtarConfig, run_dir: Path) -> pd.DataFrame:
     run_dir = Path(run_dir)
     shutil.rmtree(run_dir, ignore_errors=True)  # what an unfinished attempt left
     run_dir.mkdir(parents=True)
-    (run_dir / CONFIG_FILE).write_text(config.to_json())
+    write_text_atomically(config.to_json(), run_dir / CONFIG_FILE)
     model = make_model(config, make_training_env(config))
     model.set_logger(configure(str(run_dir), ["csv"]))
     log = ReturnLog(config, gym.make(GAMES[config.game].env_id))
@@ -584,7 +602,10 @@ def plan_runs(
     :param settings: further ``MinAtarConfig`` fields (e.g. ``total_frames``)
     """
     games, variants, seeds = list(games), list(variants), list(seeds)
-    stages = ([g for g in games if GAMES[g].reward_noise_std == 0.0], [g for g in games if GAMES[g].reward_noise_std])
+    for game in games:
+        if game not in GAMES:
+            raise ValueError(f"games must be keys of {sorted(GAMES)}, got {game!r}")
+    stages = ([game for game in games if not GAMES[game].noisy], [game for game in games if GAMES[game].noisy])
     return [
         MinAtarConfig(game=game, variant=variant, seed=seed, **settings)
         for stage in stages
@@ -592,6 +613,18 @@ def plan_runs(
         for game in stage
         for variant in variants
     ]
+
+
+def shard_plan(configs: Sequence[MinAtarConfig], index: int, count: int) -> list[MinAtarConfig]:
+    """
+    Every ``count``-th run of ``configs`` from its ``index``-th (0-based): ``count`` processes given the same plan
+    and the indices 0 .. ``count - 1`` share it without overlap.
+
+    :raises ValueError: unless 0 <= ``index`` < ``count``
+    """
+    if not 0 <= index < count:
+        raise ValueError(f"a shard needs 0 <= index < count, got index={index!r}, count={count!r}")
+    return list(configs[index::count])
 
 
 @dataclass

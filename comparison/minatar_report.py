@@ -7,6 +7,7 @@ the ReLo authors' released results are reproduced.
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,7 +17,7 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from comparison.experiment import write_csv_atomically
+from comparison.experiment import write_csv_atomically, write_text_atomically
 from comparison.minatar import (
     GAMES,
     VARIANTS,
@@ -25,6 +26,7 @@ from comparison.minatar import (
     finished_returns,
     plan_runs,
     run_study,
+    shard_plan,
 )
 from comparison.statistics import (
     DEFAULT_BOOTSTRAP,
@@ -182,7 +184,9 @@ def plot_curves(returns: pd.DataFrame, path: Path) -> None:
             ax.legend(fontsize=7)
     fig.suptitle("sb3_per DQN on MinAtar: mean over seeds, band min-max; circles: the ReLo authors' released means")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    fig.savefig(partial, dpi=110, format="png")
+    os.replace(partial, path)  # another process reading or committing it sees the old figure or the new one
 
 
 def write_report(configs: Sequence[MinAtarConfig], out_dir: Path, command: str) -> Path:
@@ -210,14 +214,14 @@ def write_report(configs: Sequence[MinAtarConfig], out_dir: Path, command: str) 
     ]
     for name in dict.fromkeys(config.game for config in configs):
         game = GAMES[name]
-        if game.reward_noise_std:
+        if game.noisy:
             lines += [
                 "",
                 f"{name}: `{game.env_id}` with N(0, {game.reward_noise_std:g}^2) added to each training reward (the "
                 "returns logged and the greedy evaluations are the game's own); no published figures.",
             ]
     if returns.empty:
-        (out_dir / SUMMARY_FILE).write_text("\n".join([*lines, ""]))
+        write_text_atomically("\n".join([*lines, ""]), out_dir / SUMMARY_FILE)
         return out_dir / SUMMARY_FILE
     plot_curves(returns, out_dir / CURVES_FILE)
     lines += ["", f"![learning curves]({CURVES_FILE})"]
@@ -236,7 +240,7 @@ def write_report(configs: Sequence[MinAtarConfig], out_dir: Path, command: str) 
         "",
     ]
     path = out_dir / SUMMARY_FILE
-    path.write_text("\n".join(lines))
+    write_text_atomically("\n".join(lines), path)
     return path
 
 
@@ -245,8 +249,8 @@ def minatar_main(argv: list[str] | None = None) -> int:
     Command line of ``scripts/minatar_study.py``: ``run`` trains the unfinished runs of the plan (in order, one at a
     time) and writes the report; ``report`` only writes it; ``pending`` prints how many runs are unfinished.
     ``--shard INDEX COUNT`` gives ``run`` and ``pending`` every COUNT-th run of the plan from its INDEX-th (0-based),
-    so that COUNT processes, one per core, share the plan without training a run twice; the report always covers the
-    whole plan.
+    so that COUNT processes, one per core, given the same plan (every other argument the same) share it without
+    training a run twice; the report always covers the whole plan.
 
     :param argv: arguments (``sys.argv[1:]`` when None)
     :return: the exit status
@@ -272,9 +276,6 @@ def minatar_main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.seeds < 1:
         parser.error(f"--seeds must be a positive integer, got {args.seeds}")
-    shard_index, shard_count = args.shard
-    if not 0 <= shard_index < shard_count:
-        parser.error(f"--shard INDEX COUNT needs 0 <= INDEX < COUNT, got {shard_index} {shard_count}")
     configs = plan_runs(
         args.games,
         args.variants,
@@ -283,7 +284,10 @@ def minatar_main(argv: list[str] | None = None) -> int:
         log_interval=args.log_interval,
         eval_episodes=args.eval_episodes,
     )
-    shard = configs[shard_index::shard_count]
+    try:
+        shard = shard_plan(configs, *args.shard)
+    except ValueError as error:
+        parser.error(f"--shard INDEX COUNT: {error}")
     if args.action == "pending":
         print(sum(finished_returns(args.out, config) is None for config in shard))
         return 0

@@ -22,6 +22,7 @@ from comparison.minatar import (
     RETURNS_FILE,
     EpsilonSchedule,
     MinAtarConfig,
+    MinAtarGame,
     RewardNoise,
     finished_returns,
     make_model,
@@ -30,6 +31,7 @@ from comparison.minatar import (
     register_minatar,
     run_dir,
     run_study,
+    shard_plan,
 )
 from comparison.minatar_report import (
     CURVES_FILE,
@@ -108,21 +110,37 @@ def test_the_command_line_counts_pending_runs_and_refuses_other_settings_runs(
         minatar_main(["pending", "--frames", "400", "--log-interval", "200", "--out", str(tmp_path / "new")])
 
 
-def test_shards_split_the_pending_runs_without_overlap_and_refuse_an_index_outside_the_count(
+def test_shards_partition_the_plan_in_its_order_and_refuse_an_index_outside_the_count() -> None:
+    plan = plan_runs(list(GAMES), ["dqn", "per", "relo"], range(2))
+    shards = [shard_plan(plan, index, 5) for index in range(5)]
+    names = [config.run_name for shard in shards for config in shard]
+    assert sorted(names) == sorted(config.run_name for config in plan) and len(set(names)) == len(plan)
+    assert shards[1] == [plan[1], plan[6], plan[11], plan[16]]
+    for index, count in ((2, 2), (-1, 2), (0, 0)):
+        with pytest.raises(ValueError, match=f"got index={index}, count={count}"):
+            shard_plan(plan, index, count)
+
+
+def test_the_command_lines_shard_counts_and_trains_only_its_own_runs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    counts = []
-    for index in range(5):
-        assert minatar_main(["pending", "--seeds", "2", "--shard", str(index), "5", "--out", str(tmp_path)]) == 0
-        counts.append(int(capsys.readouterr().out))
-    assert counts == [4, 4, 4, 3, 3]  # the 18 runs of the plan, every fifth from each index
-    for index, count in ((2, 2), (-1, 2), (0, 0)):
-        with pytest.raises(SystemExit):
-            minatar_main(["pending", "--shard", str(index), str(count), "--out", str(tmp_path)])
-        assert f"--shard INDEX COUNT needs 0 <= INDEX < COUNT, got {index} {count}" in capsys.readouterr().err
+    small = ["--games", "breakout", "--variants", "dqn", "per", "--seeds", "1", "--out", str(tmp_path)]
+    small += ["--frames", "6000", "--log-interval", "3000", "--eval-episodes", "1"]
+    assert minatar_main(["pending", "--shard", "1", "2", *small]) == 0
+    assert capsys.readouterr().out.strip() == "1"
+    assert minatar_main(["run", "--shard", "1", "2", *small]) == 0
+    assert "trained 1 run(s); 0 pending" in capsys.readouterr().out
+    assert sorted(path.name for path in (tmp_path / "runs").iterdir()) == ["breakout_per_s0"]
+    assert "Finished runs: 1 of 2 planned." in (tmp_path / "summary.md").read_text()  # the report: the whole plan
+    with pytest.raises(SystemExit):
+        minatar_main(["pending", "--shard", "2", "2", *small])
+    assert "--shard INDEX COUNT: a shard needs 0 <= index < count, got index=2, count=2" in capsys.readouterr().err
 
 
 def test_the_plan_runs_the_noisy_game_after_every_published_one_seeds_outermost() -> None:
+    # The 30 runs of the published tasks keep their places (and so their shards) whatever games follow them.
+    published = plan_runs(["breakout", "seaquest"], ["dqn", "per", "relo"], range(5))
+    assert plan_runs(list(GAMES), ["dqn", "per", "relo"], range(5))[:30] == published
     names = [config.run_name for config in plan_runs(list(GAMES), ["dqn", "per"], range(2))]
     assert names == [
         *("breakout_dqn_s0", "breakout_per_s0", "seaquest_dqn_s0", "seaquest_per_s0"),
@@ -154,6 +172,31 @@ def test_reward_noise_adds_unit_gaussians_reproducibly_and_leaves_the_game_alone
     assert abs(np.mean(differences)) < 0.1 and 0.9 < np.std(differences) < 1.1
     with pytest.raises(ValueError, match=r"std must be a positive finite number, got 0\.0"):
         RewardNoise(clean, std=0.0)
+    with pytest.raises(ValueError, match=r"reward_noise_std must be a finite number >= 0, got -1\.0"):
+        MinAtarGame("MinAtar/Breakout-v0", reward_noise_std=-1.0)
+    with pytest.raises(ValueError, match="games must be keys of"):
+        plan_runs(["pong"], ["dqn"], range(1))
+
+
+def noise_after_reset(env: gym.Env, seed: int | None, steps: int = 50) -> list[float]:
+    """What ``RewardNoise`` added to the rewards of ``steps`` frames after a reset with ``seed`` (action 0)."""
+    env.reset(seed=seed)
+    noise = []
+    for _ in range(steps):
+        _, reward, terminated, truncated, _ = env.step(0)
+        noise.append(reward - round(reward))  # Breakout's own rewards are whole bricks, |noise| < 0.5 aside
+        if terminated or truncated:
+            env.reset()
+    return noise
+
+
+def test_the_noise_restarts_with_each_seeded_reset_and_runs_on_through_unseeded_ones() -> None:
+    register_minatar()
+    env = RewardNoise(gym.make(GAMES["breakout"].env_id), std=0.1)
+    first = noise_after_reset(env, seed=3)
+    assert noise_after_reset(env, seed=None) != first  # an episode after an automatic reset gets fresh noise
+    assert noise_after_reset(env, seed=3) == first
+    assert noise_after_reset(env, seed=4) != first
 
 
 def test_the_noisy_games_agent_stores_noisy_rewards_while_its_monitor_logs_the_games_own_returns() -> None:
@@ -215,6 +258,13 @@ def test_a_run_written_with_other_settings_raises_rather_than_mixing(tiny_study:
 def test_the_config_round_trips_through_json_and_rejects_bad_values() -> None:
     config = MinAtarConfig(game="seaquest", variant="per", seed=3)
     assert MinAtarConfig.from_json(config.to_json()) == config
+    # The reward noise is the game's, recorded in config.json; a file from before the field loads as the same run.
+    assert config.reward_noise_std == 0.0 and MinAtarConfig(game="breakout_noisy").reward_noise_std == 1.0
+    assert json.loads(MinAtarConfig(game="breakout_noisy").to_json())["reward_noise_std"] == 1.0
+    older = {key: value for key, value in json.loads(config.to_json()).items() if key != "reward_noise_std"}
+    assert MinAtarConfig.from_json(json.dumps(older)) == config
+    with pytest.raises(ValueError, match=r"reward_noise_std must be breakout_noisy's 1\.0, got 0\.5"):
+        MinAtarConfig(game="breakout_noisy", reward_noise_std=0.5)
     assert json.loads(config.to_json())["beta_anneal_samples"] == 4_995_000
     for field, value in [("game", "pong"), ("variant", "rank"), ("seed", -1), ("log_interval", 300_000)]:
         with pytest.raises(ValueError, match=field):
