@@ -679,13 +679,19 @@ def write_csv_atomically(frame: pd.DataFrame, path: Path) -> None:
 
 
 def write_text_atomically(text: str, path: Path) -> None:
+    """Write ``text`` to ``path`` so that the file either does not exist or is complete."""
+    write_atomically(path, lambda partial: partial.write_text(text))
+
+
+def write_atomically(path: Path, write: Callable[[Path], object]) -> None:
     """
-    Write ``text`` to ``path`` so that the file either does not exist or is complete (the partial file is named after
-    the process, so that two processes writing the same file do not write into each other's).
+    Make ``path`` by calling ``write`` on a partial file beside it, then putting that in its place: a reader sees the
+    old file or the new one, never a part. The partial file is named after the process, so that two processes writing
+    the same file do not write into each other's.
     """
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    write(partial)
+    os.replace(partial, path)
 
 
 def configure_torch_threads(n_threads: int = 1) -> None:

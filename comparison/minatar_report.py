@@ -7,7 +7,6 @@ the ReLo authors' released results are reproduced.
 from __future__ import annotations
 
 import argparse
-import os
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,7 +16,7 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from comparison.experiment import write_csv_atomically, write_text_atomically
+from comparison.experiment import write_atomically, write_csv_atomically, write_text_atomically
 from comparison.minatar import (
     GAMES,
     VARIANTS,
@@ -184,9 +183,7 @@ def plot_curves(returns: pd.DataFrame, path: Path) -> None:
             ax.legend(fontsize=7)
     fig.suptitle("sb3_per DQN on MinAtar: mean over seeds, band min-max; circles: the ReLo authors' released means")
     fig.tight_layout()
-    partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    fig.savefig(partial, dpi=110, format="png")
-    os.replace(partial, path)  # another process reading or committing it sees the old figure or the new one
+    write_atomically(path, lambda partial: fig.savefig(partial, dpi=110, format="png"))
 
 
 def write_report(configs: Sequence[MinAtarConfig], out_dir: Path, command: str) -> Path:

@@ -6,7 +6,7 @@ from dataclasses import replace
 import pandas as pd
 import pytest
 
-from comparison.experiment import train_run
+from comparison.experiment import train_run, write_atomically, write_text_atomically
 from comparison.runner import collect_runs, is_finished, run_comparison, run_dir, unfinished_reason
 
 
@@ -168,3 +168,21 @@ def test_report_only_names_each_run_it_leaves_out_and_why(tmp_path, finished_run
     compare_main(argv)
     assert "left out of the report: uniform_s1: " in capsys.readouterr().err
     assert set(pd.read_csv(tmp_path / "evaluations.csv")["run"]) == {"uniform_s0"}
+
+
+def test_a_file_written_atomically_is_the_old_one_or_the_new_one_never_a_part(tmp_path):
+    path = tmp_path / "summary.md"
+    write_text_atomically("old\n", path)
+
+    def write_half_then_fail(partial):
+        partial.write_text("ne")
+        assert path.read_text() == "old\n"  # a reader meanwhile sees the old file whole
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        write_atomically(path, write_half_then_fail)
+    assert path.read_text() == "old\n"
+    write_atomically(path, lambda partial: partial.write_text("new\n"))
+    assert path.read_text() == "new\n"
+    # the failed write's partial file was this process's, reused by the next write
+    assert [p.name for p in tmp_path.iterdir()] == ["summary.md"]
