@@ -29,7 +29,7 @@ from stable_baselines3.common.type_aliases import TensorDict
 from stable_baselines3.common.vec_env import VecNormalize
 
 from sb3_per.checks import checked_bool, checked_choice, checked_number
-from sb3_per.fading import FadingClock, check_priority_half_life
+from sb3_per.fading import FadingClock, check_priority_half_life, fade_doublings
 from sb3_per.n_step import check_n_step_parameters, n_step_targets
 from sb3_per.priority_index import (
     BufferOptions,
@@ -121,7 +121,7 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
             n_steps=int(n_steps),
             inverse_sampling=inverse_sampling,
             priority_half_life=priority_half_life,
-            fade_doublings=0.0 if priority_half_life is None else self.buffer_size / priority_half_life,
+            fade_doublings=fade_doublings(self.buffer_size, priority_half_life),
             n_leaves=self.buffer_size * self.n_envs,
         )
         for part in self._index_classes(options):
@@ -838,20 +838,20 @@ def check_fading_weights(
     :param weight_normalization: ``"buffer"`` or ``"batch"``
     :param beta_max: the largest importance-sampling exponent the buffer will use
     """
-    fade_doublings = buffer_size / priority_half_life
+    doublings = fade_doublings(buffer_size, priority_half_life)
     smallest_priority = epsilon**alpha
-    if smallest_priority * 2.0**-fade_doublings < np.finfo(np.float64).tiny:
+    if smallest_priority * 2.0**-doublings < np.finfo(np.float64).tiny:
         raise ValueError(
-            f"epsilon ** alpha = {smallest_priority!r} fades by up to 2 ** -{fade_doublings:g} (buffer_size / "
+            f"epsilon ** alpha = {smallest_priority!r} fades by up to 2 ** -{doublings:g} (buffer_size / "
             f"priority_half_life) before it is overwritten, below float64's normal range, so a transition could end "
             "at priority 0 and never be sampled again: raise epsilon or priority_half_life"
         )
     if weight_normalization == "buffer":
-        smallest_weight = (smallest_priority * 2.0**-fade_doublings) ** beta_max
+        smallest_weight = (smallest_priority * 2.0**-doublings) ** beta_max
         if smallest_weight < _SMALLEST_FLOAT32_WEIGHT:
             raise ValueError(
                 f"priority_half_life={priority_half_life!r} with weight_normalization='buffer': the oldest "
-                f"transition fades by up to 2 ** -{fade_doublings:g}, and the weights, divided by the oldest "
+                f"transition fades by up to 2 ** -{doublings:g}, and the weights, divided by the oldest "
                 f"one's, can fall to {smallest_weight:.3g}, which is 0 in float32 (beta up to {beta_max:g}): the "
                 "critic would stop learning. Use weight_normalization='batch', or a longer priority_half_life"
             )

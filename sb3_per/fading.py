@@ -24,13 +24,21 @@ FADE_RESCALE_DOUBLINGS = 64
 MAX_FADE_DOUBLINGS = 512
 
 
+def fade_doublings(buffer_size: int, priority_half_life: float | None) -> float:
+    """
+    How many times the oldest stored priority halves before it is overwritten: ``buffer_size / priority_half_life``
+    (0 without fading).
+    """
+    return 0.0 if priority_half_life is None else buffer_size / priority_half_life
+
+
 def check_priority_half_life(priority_half_life: float | None, buffer_size: int) -> None:
     """Raise ``ValueError``, naming the parameter and its value, for a bad ``priority_half_life``."""
     if priority_half_life is None:
         return
     if not (is_finite_number(priority_half_life) and priority_half_life > 0):
         raise ValueError(f"priority_half_life must be a finite number > 0 or None, got {priority_half_life!r}")
-    if buffer_size / priority_half_life > MAX_FADE_DOUBLINGS:
+    if fade_doublings(buffer_size, priority_half_life) > MAX_FADE_DOUBLINGS:
         raise ValueError(
             f"priority_half_life={priority_half_life!r} is below buffer_size / {MAX_FADE_DOUBLINGS} = "
             f"{buffer_size / MAX_FADE_DOUBLINGS:g} add calls: the oldest transitions would fade by more than "
