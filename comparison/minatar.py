@@ -601,18 +601,14 @@ def plan_runs(
     :param seeds: the seeds
     :param settings: further ``MinAtarConfig`` fields (e.g. ``total_frames``)
     """
-    games, variants, seeds = list(games), list(variants), list(seeds)
-    for game in games:
-        if game not in GAMES:
-            raise ValueError(f"games must be keys of {sorted(GAMES)}, got {game!r}")
-    stages = ([game for game in games if not GAMES[game].noisy], [game for game in games if GAMES[game].noisy])
-    return [
+    games, variants = list(games), list(variants)  # each is walked once per seed (per game)
+    configs = [
         MinAtarConfig(game=game, variant=variant, seed=seed, **settings)
-        for stage in stages
         for seed in seeds
-        for game in stage
+        for game in games
         for variant in variants
     ]
+    return sorted(configs, key=lambda config: GAMES[config.game].noisy)  # stable: seed-major within each part
 
 
 def shard_plan(configs: Sequence[MinAtarConfig], index: int, count: int) -> list[MinAtarConfig]:

@@ -174,7 +174,7 @@ def test_reward_noise_adds_unit_gaussians_reproducibly_and_leaves_the_game_alone
         RewardNoise(clean, std=0.0)
     with pytest.raises(ValueError, match=r"reward_noise_std must be a finite number >= 0, got -1\.0"):
         MinAtarGame("MinAtar/Breakout-v0", reward_noise_std=-1.0)
-    with pytest.raises(ValueError, match="games must be keys of"):
+    with pytest.raises(ValueError, match="game must be one of"):
         plan_runs(["pong"], ["dqn"], range(1))
 
 
