@@ -50,6 +50,7 @@ from sb3_per import (
     SAC,
     TQC,
     UPER,
+    ExpectedReLo,
     ExpectedTD,
     PrioritizedBufferMixin,
     PrioritizedReplayBuffer,
@@ -171,6 +172,17 @@ VARIANTS: dict[str, ReplayVariant] = {
     ),
     # Panahi et al. 2024: PER with priorities |h(s, a)|, h a regressor of the signed TD errors
     "expected_td": ReplayVariant(PrioritizedReplayBuffer, PER_FIELDS, scheme=lambda c: ExpectedTD()),
+    # This library's: ReLo's priority at the expected target (ExpectedTD's regressor), ReLo's buffer settings
+    "expected_relo": ReplayVariant(
+        PrioritizedReplayBuffer, RELO_FIELDS, scheme=lambda c: ExpectedReLo(), buffer_options=_relo_buffer
+    ),
+    # The same with ReLo's own priority times the share of the TD error that its expectation explains
+    "gated_relo": ReplayVariant(
+        PrioritizedReplayBuffer,
+        RELO_FIELDS,
+        scheme=lambda c: ExpectedReLo(signal="gated"),
+        buffer_options=_relo_buffer,
+    ),
     # sb3-contrib's TQC with SB3's uniform replay (TaggedReplayBuffer), the reference of tqc_uper
     "tqc": ReplayVariant(TaggedReplayBuffer, algorithm=TQC),
     # Carrasco-Davis et al. 2025 on TQC: priorities 0.5 log(1 + (epistemic + target error) / aleatoric)

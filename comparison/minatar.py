@@ -75,7 +75,7 @@ from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from stable_baselines3.common.vec_env import VecEnv
 
 from comparison.experiment import write_csv_atomically, write_text_atomically
-from sb3_per import DQN, PER, PrioritizedReplayBuffer, ReLo
+from sb3_per import DQN, PER, ExpectedReLo, PrioritizedReplayBuffer, ReLo
 
 
 @dataclass(frozen=True)
@@ -162,6 +162,8 @@ VARIANTS: dict[str, DQNVariant] = {
     "per": DQNVariant(PrioritizedReplayBuffer, lambda: {"replay_scheme": PER(priority="loss")}),
     # ReLo-DQN: PER's sampling and weights, priorities relu(Huber online - Huber target)
     "relo": DQNVariant(PrioritizedReplayBuffer, lambda: {"replay_scheme": ReLo()}),
+    # This library's ExpectedReLo: ReLo's priority at the expected target (a regressor of the signed TD errors)
+    "expected_relo": DQNVariant(PrioritizedReplayBuffer, lambda: {"replay_scheme": ExpectedReLo()}),
 }
 
 

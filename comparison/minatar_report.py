@@ -256,7 +256,10 @@ def minatar_main(argv: list[str] | None = None) -> int:
     parser.add_argument("action", choices=("run", "report", "pending"))
     parser.add_argument("--games", nargs="+", choices=sorted(GAMES), default=list(GAMES))
     parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
-    parser.add_argument("--seeds", type=int, default=5, help="seeds 0 .. N-1")
+    parser.add_argument("--seeds", type=int, default=5, help="how many seeds: FIRST .. FIRST + N - 1")
+    parser.add_argument(
+        "--first-seed", type=int, default=0, help="the first seed (default 0; a screen's validation seeds: 100)"
+    )
     parser.add_argument("--frames", type=int, default=1_000_000, help="frames per run")
     parser.add_argument("--log-interval", type=int, default=50_000, help="frames between logged rows")
     parser.add_argument("--eval-episodes", type=int, default=10, help="greedy episodes per logged row")
@@ -273,10 +276,12 @@ def minatar_main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.seeds < 1:
         parser.error(f"--seeds must be a positive integer, got {args.seeds}")
+    if args.first_seed < 0:
+        parser.error(f"--first-seed must be an integer >= 0, got {args.first_seed}")
     configs = plan_runs(
         args.games,
         args.variants,
-        range(args.seeds),
+        range(args.first_seed, args.first_seed + args.seeds),
         total_frames=args.frames,
         log_interval=args.log_interval,
         eval_episodes=args.eval_episodes,
@@ -294,7 +299,15 @@ def minatar_main(argv: list[str] | None = None) -> int:
     command = shlex.join(
         [
             *("python", "scripts/minatar_study.py", "run", "--games", *args.games, "--variants", *args.variants),
-            *("--seeds", str(args.seeds), "--frames", str(args.frames), "--log-interval", str(args.log_interval)),
+            *(
+                "--seeds",
+                str(args.seeds),
+                *(("--first-seed", str(args.first_seed)) if args.first_seed else ()),
+                "--frames",
+                str(args.frames),
+                "--log-interval",
+                str(args.log_interval),
+            ),
             *("--eval-episodes", str(args.eval_episodes), "--out", str(args.out)),
         ]
     )

@@ -7,7 +7,7 @@ from sb3_per.per_algorithm import PrioritizedReplayMixin
 from sb3_per.replay_tags import TaggedReplayBuffer, TaggedReplayBufferSamples
 from sb3_per.sac import SAC
 from sb3_per.samples import PrioritizedDictReplayBufferSamples, PrioritizedReplayBufferSamples
-from sb3_per.schemes import LA3P, LAP, PAL, PER, UPER, ExpectedTD, ReLo, ReplayScheme
+from sb3_per.schemes import LA3P, LAP, PAL, PER, UPER, ExpectedReLo, ExpectedTD, ReLo, ReplayScheme
 from sb3_per.sum_tree import SumTree
 from sb3_per.td3 import TD3
 from sb3_per.telemetry import ReplayTelemetry
@@ -24,6 +24,7 @@ __all__ = [
     "TD3",
     "TQC",
     "UPER",
+    "ExpectedReLo",
     "ExpectedTD",
     "PrioritizedBufferMixin",
     "PrioritizedDictReplayBuffer",

@@ -1,6 +1,7 @@
 """Replay schemes: what one gradient step trains on, its critic loss and its priorities, one class per method."""
 
 from sb3_per.schemes.base import BatchSource, CriticStep, ReplayScheme, ReplayUpdate, TrainingCallRecord
+from sb3_per.schemes.expected_relo import ExpectedReLo
 from sb3_per.schemes.expected_td import ExpectedTD
 from sb3_per.schemes.la3p import LA3P
 from sb3_per.schemes.lap import LAP
@@ -17,6 +18,7 @@ __all__ = [
     "UPER",
     "BatchSource",
     "CriticStep",
+    "ExpectedReLo",
     "ExpectedTD",
     "ReLo",
     "ReplayScheme",

@@ -13,7 +13,21 @@ from torch.nn import functional as F
 import sb3_per
 import sb3_per.schemes.lap as lap_scheme
 import sb3_per.schemes.pal as pal_scheme
-from sb3_per import DQN, LA3P, LAP, PAL, PER, SAC, TD3, UPER, ExpectedTD, PrioritizedReplayBuffer, ReLo, ReplayScheme
+from sb3_per import (
+    DQN,
+    LA3P,
+    LAP,
+    PAL,
+    PER,
+    SAC,
+    TD3,
+    UPER,
+    ExpectedReLo,
+    ExpectedTD,
+    PrioritizedReplayBuffer,
+    ReLo,
+    ReplayScheme,
+)
 from sb3_per.schemes.losses import lap_loss, pal_loss
 
 
@@ -200,8 +214,8 @@ def test_replay_scheme_survives_save_and_load(tmp_path):
 def test_the_replay_schemes_are_the_documented_ones():
     exported = {name for name in sb3_per.__all__ if isinstance(getattr(sb3_per, name), type)}
     schemes = {name for name in exported if issubclass(getattr(sb3_per, name), ReplayScheme)}
-    assert schemes - {"ReplayScheme"} == {"PER", "LAP", "PAL", "LA3P", "UPER", "ExpectedTD", "ReLo"}
-    for scheme in (PER, LAP, PAL, LA3P, UPER, ExpectedTD, ReLo):
+    assert schemes - {"ReplayScheme"} == {"PER", "LAP", "PAL", "LA3P", "UPER", "ExpectedTD", "ReLo", "ExpectedReLo"}
+    for scheme in (PER, LAP, PAL, LA3P, UPER, ExpectedTD, ReLo, ExpectedReLo):
         assert scheme() == scheme()  # each made with its defaults, a frozen value
 
 

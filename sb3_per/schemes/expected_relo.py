@@ -1,0 +1,103 @@
+"""ExpectedReLo: ReLo's reducible loss with the sample's own reward noise averaged out (this library's scheme)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import torch as th
+
+from sb3_per.checks import checked_choice
+from sb3_per.schemes.base import Critics, CriticStep, online_critic_loss
+from sb3_per.schemes.expected_td import ExpectedTD, TDErrorRegressor, signed_td_errors
+from sb3_per.schemes.relo import ReLo, reducible_loss
+
+#: How ExpectedReLo makes its priority of the reducible loss and the expected TD error (see ``ExpectedReLo``)
+EXPECTED_RELO_SIGNALS = ("expected", "gated")
+
+
+def expected_reducible_loss(step: CriticStep, critics: Critics, expected_td_errors: th.Tensor) -> th.Tensor:
+    """
+    ReLo's reducible loss with the sampled TD target replaced by its expectation given ``(s, a)``.
+
+    ``L_on - L_tgt = (Q_on - Q_tgt)(Q_on + Q_tgt - 2y)`` is linear in the target ``y``, so its mean over the noise
+    of the sample's reward is the same expression at ``E[y | s, a]``, estimated as ``mean_k Q_k(s, a) + h(s, a)``,
+    ``h`` the expected TD error.
+
+    :param step: a critic step (the online critics' Q-values from before its optimizer step)
+    :param critics: the algorithm's critics (its target critics and its per-sample loss)
+    :param expected_td_errors: ``h(s, a)``, shape (batch_size, 1)
+    :return: ``relu(mean_k L(Q_k, y_hat) - mean_k L(Q'_k, y_hat))``, ``y_hat = mean_k Q_k + h``, shape (batch_size,)
+    """
+    with th.no_grad():
+        expected_targets = th.cat(tuple(q.detach() for q in step.q_values), dim=1).mean(dim=1, keepdim=True)
+        expected_targets = expected_targets + expected_td_errors
+        online = online_critic_loss(step._replace(targets=expected_targets), critics)
+        target_q_values = critics.target_q_values(step.batch)
+        target = critics.elementwise_critic_loss(target_q_values, expected_targets).mean(dim=1)
+        return th.relu(online - target)
+
+
+def learnable_share(td_errors: th.Tensor, expected_td_errors: th.Tensor) -> th.Tensor:
+    """
+    How much of each sampled TD error its expectation explains: ``min(1, |h| / |delta|)`` (1 where ``delta`` is 0).
+
+    :param td_errors: the signed TD errors ``delta``, shape (batch_size, 1)
+    :param expected_td_errors: ``h(s, a)``, shape (batch_size, 1)
+    :return: shape (batch_size,)
+    """
+    size = td_errors.abs().flatten()
+    share = expected_td_errors.abs().flatten() / th.where(size > 0, size, th.ones_like(size))
+    return th.where(size > 0, share.clamp(max=1.0), th.ones_like(share))
+
+
+@dataclass(frozen=True)
+class ExpectedReLo(ExpectedTD):
+    """
+    ReLo's priority with the sample's own reward noise taken out: this library's scheme, made from the measurements
+    of ``ReLo`` (which beats uniform SAC on the pairs env but chases pure noise on the noise test) and ``ExpectedTD``
+    (which ignores pure noise). No paper; the reasons and the evidence are on its page
+    (docs/methods/expected_relo.md).
+
+    PER's sampling and importance-weighted critic and actor losses, ReLo's buffer settings. After each critic step,
+    ``h(s, a)``, ExpectedTD's regressor of the signed TD errors (kept on the model as ``replay_scheme_state``), takes
+    one Adam step on the critic's batch, then each sampled transition's priority becomes, with ``signal``:
+
+    - ``"expected"`` (default): ``expected_reducible_loss``, ReLo's ``relu(L_on - L_tgt)`` at the expected target
+      ``mean_k Q_k(s, a) + h(s, a)`` instead of the sampled ``y``: ReLo's difference is linear in ``y``, so this is
+      its mean over the reward's noise, and a transition whose error is noise alone scores ``relu(-(Q_on - Q_tgt)
+      ** 2) = 0``;
+    - ``"gated"``: ReLo's own ``relu(L_on - L_tgt)`` times ``learnable_share``, ``min(1, |h| / |delta|)``, the part
+      of the sampled TD error that its expectation explains.
+
+    The buffer stores ``(priority + epsilon) ** alpha``; new transitions enter at the largest priority seen so far.
+    Logs ``PER``'s keys.
+
+    :param signal: ``"expected"`` or ``"gated"`` (above)
+    :param hidden_sizes: the regressor's hidden layers (default (64, 64))
+    :param learning_rate: its Adam learning rate (default 1e-3)
+    :param weight_decay: its Adam L2 penalty (default 0: none)
+    :param td_error_reduction: how the twin critics' absolute TD errors become one per transition for the telemetry
+        (``"mean"``, default, or ``"max"``)
+    """
+
+    signal: str = "expected"
+
+    uses_importance_weights: ClassVar[bool] = True
+    # ReLo's batches: one for the critic and the actor, the actor's loss IS-weighted too
+    updates = ReLo.updates
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        checked_choice("signal", self.signal, EXPECTED_RELO_SIGNALS)
+
+    def priorities(self, step: CriticStep, td_errors: th.Tensor, critics: Critics) -> th.Tensor:
+        regressor: TDErrorRegressor = critics.replay_scheme_state
+        batch = step.batch
+        sampled = signed_td_errors(step)
+        regressor.fit_step(batch.observations, batch.actions, sampled)
+        with th.no_grad():
+            expected = regressor(batch.observations, batch.actions)
+        if self.signal == "expected":
+            return expected_reducible_loss(step, critics, expected)
+        return reducible_loss(step, critics) * learnable_share(sampled, expected)
