@@ -165,6 +165,8 @@ VARIANTS: dict[str, DQNVariant] = {
     # This library's ExpectedReLo: ReLo's priority at the expected target (a regressor of the signed TD errors)
     "expected_relo": DQNVariant(PrioritizedReplayBuffer, lambda: {"replay_scheme": ExpectedReLo()}),
 }
+#: The variants of the study of the published tasks (the command line's default): DQN, PER-DQN, ReLo-DQN
+STUDY_VARIANTS = ("dqn", "per", "relo")
 
 
 def check_integer_fields(instance: Any, names: Iterable[str], minimum: int) -> None:

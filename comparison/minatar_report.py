@@ -19,6 +19,7 @@ from matplotlib.figure import Figure
 from comparison.experiment import write_atomically, write_csv_atomically, write_text_atomically
 from comparison.minatar import (
     GAMES,
+    STUDY_VARIANTS,
     VARIANTS,
     MinAtarConfig,
     collect_returns,
@@ -255,7 +256,7 @@ def minatar_main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="DQN, PER-DQN (and ReLo-DQN) on MinAtar, resumable.")
     parser.add_argument("action", choices=("run", "report", "pending"))
     parser.add_argument("--games", nargs="+", choices=sorted(GAMES), default=list(GAMES))
-    parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
+    parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(STUDY_VARIANTS))
     parser.add_argument("--seeds", type=int, default=5, help="how many seeds: FIRST .. FIRST + N - 1")
     parser.add_argument(
         "--first-seed", type=int, default=0, help="the first seed (default 0; a screen's validation seeds: 100)"

@@ -110,6 +110,23 @@ def test_the_command_line_counts_pending_runs_and_refuses_other_settings_runs(
         minatar_main(["pending", "--frames", "400", "--log-interval", "200", "--out", str(tmp_path / "new")])
 
 
+def test_a_screen_plans_its_own_seeds_and_the_study_keeps_its_three_variants(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--first-seed 100``: the seeds 100 .. 100 + N - 1, with a run folder of their own; ``expected_relo`` is a
+    variant one asks for, not one the published-task study gains."""
+    assert minatar_main(["pending", "--seeds", "2", "--first-seed", "100", "--out", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.strip() == "18"
+    small = ["--games", "breakout", "--variants", "expected_relo", "--seeds", "1", "--first-seed", "100"]
+    small += ["--frames", "6000", "--log-interval", "3000", "--eval-episodes", "1", "--out", str(tmp_path)]
+    assert minatar_main(["run", *small]) == 0
+    assert sorted(path.name for path in (tmp_path / "runs").iterdir()) == ["breakout_expected_relo_s100"]
+    assert "--first-seed 100" in (tmp_path / "summary.md").read_text()
+    with pytest.raises(SystemExit):
+        minatar_main(["pending", "--first-seed", "-1", "--out", str(tmp_path)])
+    assert "--first-seed must be an integer >= 0, got -1" in capsys.readouterr().err
+
+
 def test_shards_partition_the_plan_in_its_order_and_refuse_an_index_outside_the_count() -> None:
     plan = plan_runs(list(GAMES), ["dqn", "per", "relo"], range(2))
     shards = [shard_plan(plan, index, 5) for index in range(5)]
