@@ -4,19 +4,23 @@ replay."""
 
 from __future__ import annotations
 
+import io
+import pathlib
 import warnings
 from collections.abc import Iterator, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import torch as th
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.logger import Logger
+from stable_baselines3.common.type_aliases import GymEnv
 from stable_baselines3.common.vec_env import VecNormalize
 from torch.nn import functional as F
 
 from sb3_per.buffers import PrioritizedBufferMixin
 from sb3_per.replay_tags import ReplayTagsMixin
 from sb3_per.schemes import PER, BatchSource, CriticStep, ReplayScheme, ReplayUpdate, TrainingCallRecord
+from sb3_per.schemes.base import SchemeState, restored_scheme_state
 from sb3_per.schemes.losses import weighted_critic_loss
 from sb3_per.telemetry import ReplayTelemetry, call_telemetry, log_call_telemetry
 
@@ -34,6 +38,12 @@ _BUFFER_SETTINGS = (
     "inverse_sampling",
     "tag_key",
 )
+
+
+SelfAlgorithm = TypeVar("SelfAlgorithm", bound="PrioritizedReplayMixin")
+
+# The model data's key of a saved scheme state's checkpoint (``SchemeState.checkpoint``)
+SCHEME_CHECKPOINT = "replay_scheme_checkpoint"
 
 
 def check_replay_scheme(replay_scheme: ReplayScheme | None, algorithm: Any) -> ReplayScheme | None:
@@ -85,7 +95,7 @@ class PrioritizedReplayMixin:
     critic_loss_scale: ClassVar[float] = 0.5
 
     replay_scheme: ReplayScheme | None
-    replay_scheme_state: th.nn.Module | None
+    replay_scheme_state: SchemeState | None
     replay_telemetry: ReplayTelemetry
 
     # Set by the SB3 algorithm this is mixed into
@@ -102,20 +112,57 @@ class PrioritizedReplayMixin:
     def _init_replay_scheme(self, replay_scheme: ReplayScheme | None) -> None:
         """Check and keep the constructor's ``replay_scheme`` (before SB3's constructor, which may set up the model)."""
         self.replay_scheme = check_replay_scheme(replay_scheme, type(self))
+        self.replay_scheme_state = None
         self.replay_telemetry = ReplayTelemetry()
 
     def _setup_model(self) -> None:
         self._give_gamma_to_the_replay_buffer()
         super()._setup_model()  # type: ignore[misc]
         self._check_replay_buffer(self.replay_buffer)
-        # What the scheme learns of its own (ExpectedTD's regressor), saved and loaded with the model's networks
-        self.replay_scheme_state = None if self.replay_scheme is None else self.replay_scheme.make_state(self)
+        # What the scheme learns of its own (ExpectedTD's regressor); a loaded model continues its saved checkpoint
+        checkpoint = self.__dict__.pop(SCHEME_CHECKPOINT, None)
+        state = None if self.replay_scheme is None else self.replay_scheme.make_state(self)
+        self.replay_scheme_state = restored_scheme_state(state, checkpoint, self.replay_scheme)
 
-    def _get_torch_save_params(self) -> tuple[list[str], list[str]]:
-        state_dicts, variables = super()._get_torch_save_params()  # type: ignore[misc]
-        if self.replay_scheme_state is not None:
-            state_dicts = [*state_dicts, "replay_scheme_state", "replay_scheme_state.optimizer"]
-        return state_dicts, variables
+    @classmethod
+    def load(
+        cls: type[SelfAlgorithm],
+        path: str | pathlib.Path | io.BufferedIOBase,
+        env: GymEnv | None = None,
+        device: th.device | str = "auto",
+        custom_objects: dict[str, Any] | None = None,
+        print_system_info: bool = False,
+        force_reset: bool = True,
+        **kwargs: Any,
+    ) -> SelfAlgorithm:
+        """
+        SB3's ``load``. A ``replay_scheme`` given here gets the constructor's checks and messages (``ValueError``
+        for a scheme the algorithm cannot train with, or that cannot sample the saved buffer class); a scheme state
+        saved with the model (ExpectedTD's regressor) is continued where the scheme is the same, else dropped with a
+        ``UserWarning``.
+        """
+        if "replay_scheme" in kwargs:
+            check_replay_scheme(kwargs["replay_scheme"], cls)
+        return super().load(  # type: ignore[misc]
+            path, env, device, custom_objects, print_system_info, force_reset, **kwargs
+        )
+
+    def save(self, path: Any, exclude: Any = None, include: Any = None) -> None:
+        """
+        SB3's ``save``; what the scheme learned of its own (``replay_scheme_state``) goes with the model's data as a
+        checkpoint of CPU tensors, so that stock SB3 (``stable_baselines3.SAC.load``) loads the zip too.
+        """
+        if self.replay_scheme_state is None:
+            super().save(path, exclude=exclude, include=include)  # type: ignore[misc]
+            return
+        self.__dict__[SCHEME_CHECKPOINT] = self.replay_scheme_state.checkpoint()
+        try:
+            super().save(path, exclude=exclude, include=include)  # type: ignore[misc]
+        finally:
+            del self.__dict__[SCHEME_CHECKPOINT]
+
+    def _excluded_save_params(self) -> list[str]:
+        return [*super()._excluded_save_params(), "replay_scheme_state"]  # type: ignore[misc]
 
     def _give_gamma_to_the_replay_buffer(self) -> None:
         """

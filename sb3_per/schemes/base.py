@@ -13,6 +13,7 @@ One gradient step of an algorithm with a scheme::
 
 from __future__ import annotations
 
+import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -78,6 +79,39 @@ class CriticStep(NamedTuple):
     q_values: Sequence[th.Tensor]
     targets: th.Tensor
     quantiles: tuple[th.Tensor, th.Tensor] | None = None
+
+
+class SchemeState(th.nn.Module, ABC):
+    """
+    What a scheme learns of its own (ExpectedTD's regressor), kept on the model as ``replay_scheme_state``. A saved
+    model holds its ``checkpoint`` among the model's data, as CPU tensors, so that stock SB3 loads the zip too.
+    """
+
+    @abstractmethod
+    def checkpoint(self) -> dict[str, Any]:
+        """Its settings (``"settings"``) and everything it has learned, as plain values and CPU tensors."""
+
+    @abstractmethod
+    def restore(self, checkpoint: dict[str, Any]) -> bool:
+        """Continue from ``checkpoint`` if one made with the same settings wrote it; whether it did."""
+
+
+def restored_scheme_state(
+    state: SchemeState | None, checkpoint: dict[str, Any] | None, scheme: ReplayScheme | None
+) -> SchemeState | None:
+    """
+    A loaded model's scheme state: ``state`` (made anew by ``scheme``) continued from the saved ``checkpoint``; a
+    checkpoint that ``state`` cannot continue (another scheme, other settings) is dropped with a ``UserWarning``.
+    """
+    if checkpoint is not None and (state is None or not state.restore(checkpoint)):
+        warnings.warn(
+            f"the saved model's {checkpoint.get('kind', 'scheme state')} (settings {checkpoint.get('settings')!r}) "
+            f"cannot be continued by replay_scheme={scheme!r}: it is dropped"
+            + ("" if state is None else f", and the scheme's {type(state).__name__} starts anew"),
+            UserWarning,
+            stacklevel=3,
+        )
+    return state
 
 
 class Critics(Protocol):
@@ -240,7 +274,7 @@ class ReplayScheme(ABC):
         :param algorithm_loss: the algorithm's own critic loss, each sample weighted
         """
 
-    def make_state(self, algorithm: Any) -> th.nn.Module | None:
+    def make_state(self, algorithm: Any) -> SchemeState | None:
         """
         The learned state the scheme keeps on the model (``model.replay_scheme_state``, saved and loaded with it), made
         when the model is set up; ``None`` (default) for a scheme that learns nothing of its own.

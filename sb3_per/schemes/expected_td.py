@@ -24,11 +24,23 @@ from sb3_per.schemes.base import (
     CriticStep,
     ReplayScheme,
     ReplayUpdate,
+    SchemeState,
     TrainingCallRecord,
     check_prioritized_buffer,
     log_importance_sampling_statistics,
 )
 from sb3_per.schemes.per import PER
+
+
+def tensors_on_cpu(value: Any) -> Any:
+    """``value`` (nested dicts and lists, as an optimizer's ``state_dict``) with each tensor copied to the CPU."""
+    if isinstance(value, th.Tensor):
+        return value.detach().cpu()
+    if isinstance(value, dict):
+        return {key: tensors_on_cpu(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [tensors_on_cpu(item) for item in value]
+    return value
 
 
 def signed_td_errors(step: CriticStep) -> th.Tensor:
@@ -37,7 +49,7 @@ def signed_td_errors(step: CriticStep) -> th.Tensor:
         return step.targets - th.cat(tuple(step.q_values), dim=1).mean(dim=1, keepdim=True)
 
 
-class TDErrorRegressor(nn.Module):
+class TDErrorRegressor(SchemeState):
     """
     ``h(s, a)``, an estimate of ``E[TD error | s, a]``: an MLP (ReLU) on the flattened, preprocessed observation and
     the action (one-hot for a discrete one), trained by Adam on the squared error to the signed TD errors it is given.
@@ -66,6 +78,7 @@ class TDErrorRegressor(nn.Module):
             raise ValueError(f"ExpectedTD's regressor takes a Box or Discrete action, got {action_space}")
         self.observation_space = observation_space
         self.action_space = action_space
+        self.settings = (tuple(hidden_sizes), float(learning_rate), float(weight_decay))
         action_size = (
             int(action_space.n) if isinstance(action_space, spaces.Discrete) else get_flattened_obs_dim(action_space)
         )
@@ -75,6 +88,21 @@ class TDErrorRegressor(nn.Module):
             layers += [nn.Linear(size_in, size_out), nn.ReLU()]
         self.net = nn.Sequential(*layers, nn.Linear(sizes[-1], 1)).to(device)
         self.optimizer = th.optim.Adam(self.parameters(), lr=learning_rate, weight_decay=weight_decay)
+
+    def checkpoint(self) -> dict[str, Any]:
+        return {
+            "kind": type(self).__name__,
+            "settings": self.settings,
+            "parameters": {name: value.detach().cpu() for name, value in self.state_dict().items()},
+            "optimizer": tensors_on_cpu(self.optimizer.state_dict()),
+        }
+
+    def restore(self, checkpoint: dict[str, Any]) -> bool:
+        if checkpoint.get("kind") != type(self).__name__ or tuple(checkpoint.get("settings", ())) != self.settings:
+            return False
+        self.load_state_dict(checkpoint["parameters"])
+        self.optimizer.load_state_dict(checkpoint["optimizer"])  # Adam moves its moments to the parameters' device
+        return True
 
     def forward(self, observations: th.Tensor, actions: th.Tensor) -> th.Tensor:
         """``h(s, a)``, shape (batch_size, 1)."""
