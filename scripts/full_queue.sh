@@ -2,8 +2,8 @@
 # Trains the full preset's pending runs of the given variants in the background's one process, one run at a time,
 # seeds outermost (so that a partial comparison stays paired), and after each run rebuilds the full preset's report
 # from every finished run and commits it with the finished runs (a run folder counts once its evaluations.csv, written
-# last, is there), so that a stopped machine loses at most the run in progress. Stop it with: kill <its pid> (the run
-# in progress is redone on the next start).
+# last, is there), so that a stopped machine loses at most the run in progress. Stop it with: kill <its pid>, which
+# stops the run in progress too (redone on the next start).
 #
 # --seeds FIRST LAST (default 0 19) limits it to those seeds, so that two queues on two cores can share the plan
 # without ever training the same run. Each queue trains with a scratch --out whose runs/ is docs/results/full/runs
@@ -37,6 +37,7 @@ if [ "$#" = 0 ]; then
 fi
 results=docs/results/full
 source scripts/commit_results.sh
+source scripts/child_process.sh
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
 mkdir -p "$results/runs"
@@ -44,7 +45,7 @@ ln -s "$PWD/$results/runs" "$scratch/runs"
 shopt -s nullglob
 for seed in $(seq "$first" "$last"); do
     for variant in "$@"; do
-        .venv/bin/python scripts/compare.py --full --variants "$variant" --seeds "$seed" --workers 1 \
+        run_child .venv/bin/python scripts/compare.py --full --variants "$variant" --seeds "$seed" --workers 1 \
             --no-progress-bar --out "$scratch"
         (
             flock 9
