@@ -8,6 +8,7 @@ import io
 import pathlib
 import warnings
 from collections.abc import Iterator, Sequence
+from functools import partial
 from typing import Any, ClassVar, TypeVar
 
 import torch as th
@@ -20,7 +21,7 @@ from torch.nn import functional as F
 from sb3_per.buffers import PrioritizedBufferMixin
 from sb3_per.replay_tags import ReplayTagsMixin
 from sb3_per.schemes import PER, BatchSource, CriticStep, ReplayScheme, ReplayUpdate, TrainingCallRecord
-from sb3_per.schemes.base import SchemeState, restored_scheme_state
+from sb3_per.schemes.base import CriticLoss, SchemeState, check_finite_critic_loss, restored_scheme_state
 from sb3_per.schemes.losses import weighted_critic_loss
 from sb3_per.telemetry import ReplayTelemetry, call_telemetry, log_call_telemetry
 
@@ -287,7 +288,7 @@ class PrioritizedReplayMixin:
         for update in scheme.updates(batches, batch_size, train_actor, algorithm_loss):
             if record.tagged and scheme.separate_actor_batches and update.actor_batch is not None:
                 record.actor_indices.append(update.actor_batch.indices)
-            yield update
+            yield update._replace(critic_loss=partial(_checked_critic_loss, update.critic_loss))
 
     def _write_back(self, scheme: ReplayScheme, batches: BatchSource, step: CriticStep) -> th.Tensor:
         """
@@ -304,7 +305,17 @@ class PrioritizedReplayMixin:
             record.critic_indices.append(batch.indices)
             record.td_errors.append(td_errors)
         if isinstance(buffer, PrioritizedBufferMixin):
-            buffer.update_priorities(batch.indices, scheme.priorities(step, td_errors, self), batch.stamps)
+            priorities = scheme.priorities(step, td_errors, self)
+            try:
+                buffer.update_priorities(batch.indices, priorities, batch.stamps)
+            except ValueError as error:
+                if bool(th.isfinite(priorities).all()):
+                    raise
+                raise ValueError(
+                    f"{type(scheme).__name__}'s priorities overflowed ({priorities[~th.isfinite(priorities)][0]}) "
+                    f"though the TD errors are finite (up to {float(td_errors.max()):.3g}): rewards of this size "
+                    "need scaling (e.g. VecNormalize(norm_reward=True)); the priorities were not written"
+                ) from error
             if scheme.uses_importance_weights:
                 record.weights.append(batch.weights)
         return td_errors
@@ -323,6 +334,13 @@ class PrioritizedReplayMixin:
         """Each target critic's Q-values for the batch's (observation, action) pairs, without gradient."""
         with th.no_grad():
             return self.critic_target(batch.observations, batch.actions)
+
+
+def _checked_critic_loss(critic_loss: CriticLoss, q_values: Sequence[th.Tensor], targets: th.Tensor) -> th.Tensor:
+    """``critic_loss(q_values, targets)``, if it is finite; else ``ValueError`` saying what overflowed."""
+    loss = critic_loss(q_values, targets)
+    check_finite_critic_loss(loss, q_values, targets)
+    return loss
 
 
 def _changed_replay(previous: ReplayBuffer | None, loaded: ReplayBuffer | None) -> str:

@@ -167,6 +167,60 @@ class TrainingCallRecord:
     actor_indices: list[np.ndarray] = field(default_factory=list)
 
 
+def batch_tensors(batch: Any) -> dict[str, th.Tensor]:
+    """A batch's rewards, observations and next observations (each key of Dict observations apart), by name."""
+    tensors = {"reward": batch.rewards}
+    for name, value in (("observation", batch.observations), ("next observation", batch.next_observations)):
+        if isinstance(value, dict):
+            tensors.update({f"{name} {key!r}": item for key, item in value.items()})
+        else:
+            tensors[name] = value
+    return {name: tensor for name, tensor in tensors.items() if tensor.is_floating_point()}
+
+
+def check_finite_batch(batch: Any) -> None:
+    """
+    Raise ``ValueError`` naming what is not finite in a sampled batch (a reward, an observation, a next observation)
+    and the buffer index that holds it, before any network sees it: one check of the whole batch, then a search.
+    """
+    tensors = batch_tensors(batch)
+    if bool(th.stack([th.isfinite(tensor).all() for tensor in tensors.values()]).all()):
+        return
+    for name, tensor in tensors.items():
+        bad_rows = (~th.isfinite(tensor)).reshape(len(tensor), -1).any(dim=1)
+        if bad_rows.any():
+            row = int(bad_rows.nonzero()[0, 0])
+            values = tensor.reshape(len(tensor), -1)[row]
+            value = values[~th.isfinite(values)][0].item()
+            index = int(batch.indices[row]) if hasattr(batch, "indices") else row
+            raise ValueError(
+                f"the replay buffer holds a {name} that is not finite ({value}, at index {index}): no network was "
+                "updated with it. The env returned it, and the buffer keeps it, so later samples would meet it "
+                "again: check the env (SB3's VecCheckNan finds the step that returns it)"
+            )
+
+
+def check_finite_critic_loss(loss: th.Tensor, q_values: Sequence[th.Tensor], targets: th.Tensor) -> None:
+    """
+    Raise ``ValueError`` saying what overflowed, before the optimizer step, when a critic loss is not finite: the TD
+    targets, the critics' Q-values (or quantiles), or the loss itself (finite values whose squares overflow).
+    """
+    if bool(th.isfinite(loss)):
+        return
+    estimates = [q_values] if isinstance(q_values, th.Tensor) else list(q_values)
+    if not bool(th.isfinite(targets).all()):
+        what = "the TD targets are not finite (the target critics' values or the rewards overflowed)"
+    elif not all(bool(th.isfinite(q).all()) for q in estimates):
+        what = "the critics' estimates are not finite (the critics diverged)"
+    else:
+        largest = max([float(targets.abs().max())] + [float(q.detach().abs().max()) for q in estimates])
+        what = (
+            f"the targets and the critics' estimates are finite (up to {largest:.3g} in size) but the loss "
+            f"overflowed {loss.dtype}: rewards of this size need scaling (e.g. VecNormalize(norm_reward=True))"
+        )
+    raise ValueError(f"the critic loss is {loss.item()}: {what}; the networks were not updated with it")
+
+
 class BatchSource:
     """
     Where a scheme draws the batches of one training call: the replay buffer, the VecNormalize env that normalises
@@ -199,6 +253,7 @@ class BatchSource:
         return self._kept(buffer.sample(batch_size, env=self.env, inverse=True))
 
     def _kept(self, batch: Any) -> Any:
+        check_finite_batch(batch)
         if self.record.tagged:
             self.record.sampled_indices.append(batch.indices)
         return batch

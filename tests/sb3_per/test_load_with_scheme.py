@@ -14,7 +14,10 @@ import torch as th
 from sb3_per import DQN, LA3P, PER, SAC, UPER, ExpectedTD, PrioritizedReplayBuffer
 from sb3_per.schemes.expected_td import TDErrorRegressor
 
-SMALL = dict(learning_starts=50, buffer_size=500, batch_size=32, policy_kwargs=dict(net_arch=[16]), seed=0)
+
+def small() -> dict:
+    """Small settings, a new dict each time (SB3 writes into policy_kwargs)."""
+    return dict(learning_starts=50, buffer_size=500, batch_size=32, policy_kwargs=dict(net_arch=[16]), seed=0)
 
 
 @pytest.fixture(scope="module")
@@ -22,14 +25,14 @@ def saved(tmp_path_factory):
     """Paths of a PER-DQN, a PER-SAC and an ExpectedTD-SAC, each trained 100 steps and saved."""
     folder = tmp_path_factory.mktemp("models")
     models = {
-        "dqn": DQN("MlpPolicy", "CartPole-v1", replay_buffer_class=PrioritizedReplayBuffer, **SMALL),
-        "sac": SAC("MlpPolicy", "Pendulum-v1", replay_buffer_class=PrioritizedReplayBuffer, **SMALL),
+        "dqn": DQN("MlpPolicy", "CartPole-v1", replay_buffer_class=PrioritizedReplayBuffer, **small()),
+        "sac": SAC("MlpPolicy", "Pendulum-v1", replay_buffer_class=PrioritizedReplayBuffer, **small()),
         "expected_td": SAC(
             "MlpPolicy",
             "Pendulum-v1",
             replay_buffer_class=PrioritizedReplayBuffer,
             replay_scheme=ExpectedTD(hidden_sizes=(8,)),
-            **SMALL,
+            **small(),
         ),
     }
     paths = {}
@@ -58,7 +61,7 @@ def test_load_refuses_what_the_constructor_refuses_with_its_message(saved, algor
 
 
 def test_load_refuses_a_scheme_that_cannot_sample_the_saved_buffer_class(saved):
-    model = SAC("MlpPolicy", "Pendulum-v1", **SMALL)  # SB3's uniform buffer
+    model = SAC("MlpPolicy", "Pendulum-v1", **small())  # SB3's uniform buffer
     model.save(saved["sac"].parent / "uniform.zip")
     with pytest.raises(ValueError, match=r"ExpectedTD\(.*\) samples in proportion to its priorities"):
         SAC.load(saved["sac"].parent / "uniform.zip", replay_scheme=ExpectedTD())
