@@ -4,13 +4,15 @@ The zoo builds its algorithms from a fixed table (stock SB3 classes, which never
 strings of its hyperparameter files, such as ``replay_buffer_class``, in its own module namespace, where ``sb3_per``
 is not defined. This launcher, before handing the command line to the zoo unchanged:
 
-- adds ``per_sac``, ``per_td3``, ``per_ddpg`` and ``per_dqn`` (``sb3_per.SAC``, ``TD3``, ``DDPG``, ``DQN``) to the
-  zoo's algorithm table, and to its hyperparameter samplers (as the stock algorithm's), so ``-optimize`` works too;
+- adds ``per_sac``, ``per_td3``, ``per_ddpg``, ``per_dqn`` and ``per_tqc`` (``sb3_per.SAC``, ``TD3``, ``DDPG``,
+  ``DQN``, ``TQC``) to the zoo's algorithm table, and to its hyperparameter samplers (as the stock algorithm's), so
+  ``-optimize`` works too;
 - makes ``sb3_per``, ``PrioritizedReplayBuffer`` and the replay schemes (``PER``, ``LAP``, ``PAL``, ``LA3P``)
   resolvable in hyperparameter files and in ``--hyperparams`` overrides, e.g.
   ``replay_buffer_class: sb3_per.PrioritizedReplayBuffer``;
-- evaluates a ``replay_scheme`` string as the zoo evaluates its other object-valued hyperparameters
-  (``policy_kwargs``, ``replay_buffer_kwargs``), e.g. ``replay_scheme: "LAP(min_priority=0.01)"``;
+- makes a ``replay_scheme`` string, e.g. ``replay_scheme: "LAP(min_priority=0.01)"``, into its scheme: a call of an
+  exported scheme with literal arguments, parsed (``parsed_scheme``), never evaluated; anything else is refused;
+- trains and enjoys on one torch thread unless ``--num-threads`` says otherwise;
 - imports ``sb3_per_envs``, which registers ``PairsTrading-v0``;
 - for a ``per_*`` algorithm without ``--conf-file``/``-conf``, uses the hyperparameters shipped with sb3-per,
   ``sb3_per/hyperparams/<algo>.yml`` (the zoo's default folder has none for these names).
@@ -29,6 +31,7 @@ beta reaches ``beta_end`` at the end of the run whatever its length (``-n``).
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib
 import sys
 from collections.abc import Sequence
@@ -41,19 +44,20 @@ from sb3_per.buffers import PrioritizedReplayBuffer
 from sb3_per.ddpg import DDPG
 from sb3_per.dqn import DQN
 from sb3_per.sac import SAC
-from sb3_per.schemes import LA3P, LAP, PAL, PER, UPER, ExpectedTD, ReLo
+from sb3_per.schemes import LA3P, LAP, PAL, PER, UPER, ExpectedReLo, ExpectedTD, ReLo, ReplayScheme
 from sb3_per.td3 import TD3
+from sb3_per.tqc import TQC
 
 #: Algorithms added to the zoo's table, with the stock zoo algorithm whose hyperparameter sampler they reuse.
-ZOO_ALGOS: dict[str, type] = {"per_sac": SAC, "per_td3": TD3, "per_ddpg": DDPG, "per_dqn": DQN}
-_STOCK_ALGO = {"per_sac": "sac", "per_td3": "td3", "per_ddpg": "ddpg", "per_dqn": "dqn"}
+ZOO_ALGOS: dict[str, type] = {"per_sac": SAC, "per_td3": TD3, "per_ddpg": DDPG, "per_dqn": DQN, "per_tqc": TQC}
+_STOCK_ALGO = {"per_sac": "sac", "per_td3": "td3", "per_ddpg": "ddpg", "per_dqn": "dqn", "per_tqc": "tqc"}
 
-#: Names made resolvable where the zoo evaluates strings of hyperparameter files and of ``--hyperparams``.
-EVAL_NAMES: dict[str, Any] = {
-    "sb3_per": sb3_per,
-    "PrioritizedReplayBuffer": PrioritizedReplayBuffer,
-    **{scheme.__name__: scheme for scheme in (PER, LAP, PAL, LA3P, ReLo, UPER, ExpectedTD)},
+#: The replay schemes a ``replay_scheme`` string may call, by name.
+SCHEMES: dict[str, type[ReplayScheme]] = {
+    scheme.__name__: scheme for scheme in (PER, LAP, PAL, LA3P, ReLo, UPER, ExpectedTD, ExpectedReLo)
 }
+#: Names made resolvable where the zoo evaluates strings of hyperparameter files and of ``--hyperparams``.
+EVAL_NAMES: dict[str, Any] = {"sb3_per": sb3_per, "PrioritizedReplayBuffer": PrioritizedReplayBuffer, **SCHEMES}
 #: The hyperparameter whose string value the launcher evaluates, as the zoo evaluates ``policy_kwargs``.
 SCHEME_KEY = "replay_scheme"
 
@@ -115,15 +119,51 @@ def register_algorithms() -> dict[str, type]:
     return sys.modules["rl_zoo3.utils"].ALGOS
 
 
+def parsed_scheme(text: str) -> ReplayScheme:
+    """
+    A ``replay_scheme`` string of a hyperparameter file: a call of one of the exported schemes (bare or as
+    ``sb3_per.NAME``) with literal arguments, e.g. ``"LAP(min_priority=0.01)"`` or ``"ExpectedTD(hidden_sizes=(32,
+    32))"``. It is parsed, never evaluated.
+
+    :raises ValueError: for anything else (another name, an expression, ``**kwargs``), naming the string
+    """
+    usage = (
+        f"replay_scheme must be a call of one of {', '.join(SCHEMES)} with literal arguments, e.g. "
+        f"'LAP(min_priority=0.01)', got {text!r}"
+    )
+    try:
+        call = ast.parse(text.strip(), mode="eval").body
+    except SyntaxError as error:
+        raise ValueError(usage) from error
+    if not isinstance(call, ast.Call):
+        raise ValueError(usage)
+    function = call.func
+    if isinstance(function, ast.Attribute) and isinstance(function.value, ast.Name) and function.value.id == "sb3_per":
+        name = function.attr
+    elif isinstance(function, ast.Name):
+        name = function.id
+    else:
+        raise ValueError(usage)
+    if name not in SCHEMES or any(keyword.arg is None for keyword in call.keywords):
+        raise ValueError(usage)
+    try:
+        args = [ast.literal_eval(arg) for arg in call.args]
+        kwargs = {str(keyword.arg): ast.literal_eval(keyword.value) for keyword in call.keywords}
+    except ValueError as error:
+        raise ValueError(usage) from error
+    return SCHEMES[name](*args, **kwargs)
+
+
 def evaluated_scheme(hyperparams: dict[str, Any]) -> dict[str, Any]:
     """
     :param hyperparams: one env's hyperparameters, as the zoo read them
-    :return: them, with a ``replay_scheme`` string (e.g. ``"LAP(min_priority=0.01)"``) evaluated among ``EVAL_NAMES``
+    :return: them, with a ``replay_scheme`` string (e.g. ``"LAP(min_priority=0.01)"``) made into its scheme by
+        ``parsed_scheme``
     """
     scheme = hyperparams.get(SCHEME_KEY)
     if not isinstance(scheme, str):
         return hyperparams
-    return {**hyperparams, SCHEME_KEY: eval(scheme, {"__builtins__": {}}, dict(EVAL_NAMES))}
+    return {**hyperparams, SCHEME_KEY: parsed_scheme(scheme)}
 
 
 def _evaluate_scheme_strings(manager_class: Any) -> None:
@@ -173,6 +213,20 @@ def with_default_config(train_args: Sequence[str]) -> list[str]:
     return list(train_args)
 
 
+def with_one_torch_thread(command_args: Sequence[str]) -> list[str]:
+    """
+    Add ``--num-threads 1`` to zoo arguments that set no ``--num-threads``: small networks train fastest on one torch
+    thread, and torch's default of one per core crawls on a busy machine (the project's scripts use one thread too).
+    ``--num-threads -1`` keeps torch's default.
+
+    :param command_args: arguments of ``rl_zoo3.train`` or ``rl_zoo3.enjoy``, without the command name
+    """
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--num-threads", default=None)
+    known, _ = parser.parse_known_args(list(command_args))
+    return list(command_args) if known.num_threads is not None else [*command_args, "--num-threads", "1"]
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Run a zoo command (``train`` or ``enjoy``) with the ``per_*`` algorithms available.
 
@@ -200,6 +254,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     register_algorithms()
     if command == "train":
         command_args = with_default_config(command_args)
+    command_args = with_one_torch_thread(command_args)
 
     saved_argv = sys.argv
     sys.argv = [f"sb3_per.zoo {command}", *command_args]

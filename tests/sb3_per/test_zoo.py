@@ -6,6 +6,7 @@ import sys
 
 import numpy as np
 import pytest
+import sb3_contrib
 import stable_baselines3
 import yaml
 
@@ -30,7 +31,13 @@ def undo_the_zoos_gymnasium_patch():
     vars(gymnasium.envs.registration).pop("TimeLimit", None)
 
 
-EXPECTED_ALGOS = {"per_sac": sb3_per.SAC, "per_td3": sb3_per.TD3, "per_ddpg": sb3_per.DDPG, "per_dqn": sb3_per.DQN}
+EXPECTED_ALGOS = {
+    "per_sac": sb3_per.SAC,
+    "per_td3": sb3_per.TD3,
+    "per_ddpg": sb3_per.DDPG,
+    "per_dqn": sb3_per.DQN,
+    "per_tqc": sb3_per.TQC,
+}
 HYPERPARAM_FILES = sorted(zoo.HYPERPARAMS_DIR.glob("*.yml"))
 CONFIGS = [
     (path.stem, env_id) for path in HYPERPARAM_FILES for env_id in yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -50,7 +57,8 @@ def test_algorithm_table_holds_the_per_algorithms():
     for name, cls in EXPECTED_ALGOS.items():
         assert algos[name] is cls
         stock = name.removeprefix("per_")
-        assert algos[stock] is getattr(stable_baselines3, stock.upper())  # the zoo's own entries are untouched
+        stock_module = sb3_contrib if stock == "tqc" else stable_baselines3
+        assert algos[stock] is getattr(stock_module, stock.upper())  # the zoo's own entries are untouched
         assert rl_zoo3.hyperparams_opt.HYPERPARAMS_SAMPLER[name] is rl_zoo3.hyperparams_opt.HYPERPARAMS_SAMPLER[stock]
     assert {path.stem for path in HYPERPARAM_FILES} == set(EXPECTED_ALGOS)
 
@@ -74,15 +82,34 @@ def test_names_resolve_where_the_zoo_evaluates_hyperparameter_strings():
     assert zoo.evaluated_scheme(args.hyperparams)["replay_scheme"] == sb3_per.LAP(min_priority=0.01)
 
 
-def test_a_replay_scheme_string_is_evaluated_as_the_zoo_evaluates_policy_kwargs():
+def test_a_replay_scheme_string_is_parsed_into_its_scheme_and_anything_else_refused():
     scheme = zoo.evaluated_scheme({"replay_scheme": "LA3P(fraction=0.25)", "policy_kwargs": "dict(net_arch=[8])"})
     assert scheme["replay_scheme"] == sb3_per.LA3P(fraction=0.25)
     assert scheme["policy_kwargs"] == "dict(net_arch=[8])"  # the zoo's own keys are left to the zoo
     assert zoo.evaluated_scheme({"replay_scheme": sb3_per.PAL()})["replay_scheme"] == sb3_per.PAL()
     with pytest.raises(ValueError, match=r"fraction must be in \(0, 1\], got 2"):
         zoo.evaluated_scheme({"replay_scheme": "LA3P(fraction=2)"})
-    with pytest.raises(NameError):  # only the names the launcher makes resolvable
-        zoo.evaluated_scheme({"replay_scheme": "__import__('os')"})
+    assert zoo.parsed_scheme("sb3_per.ExpectedTD(hidden_sizes=(32, 32))") == sb3_per.ExpectedTD(hidden_sizes=(32, 32))
+    assert zoo.parsed_scheme(" PER('max') ") == sb3_per.PER("max")
+    for text in (
+        "__import__('os')",
+        "().__class__.__bases__[0].__subclasses__()",
+        "LAP(min_priority=__import__('os').getpid())",
+        "LAP(**{'min_priority': 0.1})",
+        "(lambda: PER())()",
+        "PER().__class__(td_error_reduction='max')",
+        "os.system('true')",
+        "PrioritizedReplayBuffer(10)",
+        "LAP(min_priority=0.01",
+    ):
+        with pytest.raises(ValueError, match=r"replay_scheme must be a call of one of PER, LAP, .* with literal argum"):
+            zoo.evaluated_scheme({"replay_scheme": text})
+
+
+def test_the_launcher_trains_on_one_torch_thread_unless_told_otherwise():
+    assert zoo.with_one_torch_thread(["--algo", "per_sac"]) == ["--algo", "per_sac", "--num-threads", "1"]
+    for args in (["--num-threads", "4"], ["--num-threads=-1"], ["--algo", "sac", "--num-threads", "2"]):
+        assert zoo.with_one_torch_thread(args) == args
 
 
 @pytest.mark.parametrize(("algo", "env_id"), CONFIGS, ids=[f"{algo}-{env_id}" for algo, env_id in CONFIGS])
