@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import torch as th
 from stable_baselines3.common.buffers import ReplayBuffer
@@ -40,8 +40,8 @@ class PER(ReplayScheme):
     critic loss, each sample weighted by its importance-sampling weight ``w_i`` (SAC: ``0.5 * sum_k mean(w * (Q_k -
     y) ** 2)``; TD3, DDPG: the same without the 0.5; DQN: ``mean(w * huber(Q - y))``); after the critic's optimizer
     step, each sampled transition's priority becomes ``(|d_i| + epsilon) ** alpha``, ``d_i`` the TD error of that
-    same forward pass (the buffer applies epsilon and alpha). With a buffer that is not prioritized the batches carry
-    no weights and the loss is SB3's.
+    same forward pass (the buffer applies epsilon and alpha). It needs a prioritized buffer (a uniform one is refused:
+    leave ``replay_scheme`` out for SB3's uniform replay).
 
     Each training call logs ``train/per_beta`` (the IS exponent of its first batch), ``train/per_weight_mean`` (the
     mean IS weight of its critic batches), ``train/per_priority_mean`` and ``train/per_priority_max`` (the stored
@@ -75,12 +75,21 @@ class PER(ReplayScheme):
     def separate_actor_batches(self) -> bool:
         return self.uniform_actor_batch
 
-    def check_buffer(self, buffer: ReplayBuffer | None) -> None:
-        if self.uniform_actor_batch and not isinstance(buffer, PrioritizedBufferMixin):
+    def check_algorithm(self, algorithm: Any) -> None:
+        super().check_algorithm(algorithm)
+        if self.uniform_actor_batch and not algorithm.has_actor:
             raise ValueError(
-                f"{self!r} samples the actor's batch uniformly beside the critic's prioritized one, but the replay "
-                f"buffer is a {type(buffer).__name__}: use PrioritizedReplayBuffer (PrioritizedDictReplayBuffer for "
-                "Dict observations)"
+                f"{self!r} samples a batch of its own for the actor, but {algorithm.__name__} has no actor: leave "
+                "uniform_actor_batch out"
+            )
+
+    def check_buffer(self, buffer: ReplayBuffer | None) -> None:
+        if not isinstance(buffer, PrioritizedBufferMixin):
+            raise ValueError(
+                f"{self!r} samples in proportion to its priorities, but the replay buffer is a "
+                f"{type(buffer).__name__}, which samples uniformly: use PrioritizedReplayBuffer "
+                "(PrioritizedDictReplayBuffer for Dict observations), or leave replay_scheme out for SB3's uniform "
+                "replay"
             )
 
     def updates(
@@ -90,7 +99,7 @@ class PER(ReplayScheme):
         actor_batch = batch if train_actor else None
         if self.uniform_actor_batch and train_actor:
             actor_batch = batches.sample_uniform(batch_size)
-        # Batches of a uniform buffer carry no weights: SB3's own loss.
+        # A tagged uniform buffer's batches (the default scheme's telemetry) carry no weights: SB3's own loss.
         yield ReplayUpdate(batch, partial(algorithm_loss, weights=getattr(batch, "weights", None)), actor_batch)
 
     def priorities(self, step: CriticStep, td_errors: th.Tensor, critics: Critics) -> th.Tensor:
