@@ -176,6 +176,13 @@ VARIANTS: dict[str, ReplayVariant] = {
     "expected_relo": ReplayVariant(
         PrioritizedReplayBuffer, RELO_FIELDS, scheme=lambda c: ExpectedReLo(), buffer_options=_relo_buffer
     ),
+    # The same, its priority's square root (a TD error's scale, not a squared one's)
+    "expected_relo_root": ReplayVariant(
+        PrioritizedReplayBuffer,
+        RELO_FIELDS,
+        scheme=lambda c: ExpectedReLo(signal="expected_root"),
+        buffer_options=_relo_buffer,
+    ),
     # The same with ReLo's own priority times the share of the TD error that its expectation explains
     "gated_relo": ReplayVariant(
         PrioritizedReplayBuffer,

@@ -13,7 +13,7 @@ from sb3_per.schemes.expected_td import ExpectedTD, TDErrorRegressor, signed_td_
 from sb3_per.schemes.relo import ReLo, reducible_loss
 
 #: How ExpectedReLo makes its priority of the reducible loss and the expected TD error (see ``ExpectedReLo``)
-EXPECTED_RELO_SIGNALS = ("expected", "gated")
+EXPECTED_RELO_SIGNALS = ("expected", "expected_root", "gated")
 
 
 def expected_reducible_loss(step: CriticStep, critics: Critics, expected_td_errors: th.Tensor) -> th.Tensor:
@@ -67,13 +67,15 @@ class ExpectedReLo(ExpectedTD):
       ``mean_k Q_k(s, a) + h(s, a)`` instead of the sampled ``y``: ReLo's difference is linear in ``y``, so this is
       its mean over the reward's noise, and a transition whose error is noise alone scores ``relu(-(Q_on - Q_tgt)
       ** 2) = 0``;
+    - ``"expected_root"``: the square root of ``"expected"``, on the scale of a TD error rather than a squared one, so
+      that ``alpha`` weighs it as PER weighs ``|delta|``;
     - ``"gated"``: ReLo's own ``relu(L_on - L_tgt)`` times ``learnable_share``, ``min(1, |h| / |delta|)``, the part
       of the sampled TD error that its expectation explains.
 
     The buffer stores ``(priority + epsilon) ** alpha``; new transitions enter at the largest priority seen so far.
     Logs ``PER``'s keys.
 
-    :param signal: ``"expected"`` or ``"gated"`` (above)
+    :param signal: ``"expected"``, ``"expected_root"`` or ``"gated"`` (above)
     :param hidden_sizes: the regressor's hidden layers (default (64, 64))
     :param learning_rate: its Adam learning rate (default 1e-3)
     :param weight_decay: its Adam L2 penalty (default 0: none)
@@ -100,4 +102,6 @@ class ExpectedReLo(ExpectedTD):
             expected = regressor(batch.observations, batch.actions)
         if self.signal == "expected":
             return expected_reducible_loss(step, critics, expected)
+        if self.signal == "expected_root":
+            return expected_reducible_loss(step, critics, expected).sqrt()
         return reducible_loss(step, critics) * learnable_share(sampled, expected)

@@ -119,7 +119,7 @@ def sac(signal: str = "expected") -> SAC:
     return model
 
 
-@pytest.mark.parametrize("signal", ["expected", "gated"])
+@pytest.mark.parametrize("signal", ["expected", "expected_root", "gated"])
 def test_a_sac_training_call_writes_the_signal_of_the_fitted_regressor(record_calls, priorities, signal):
     model = sac(signal)
     buffer = model.replay_buffer
@@ -135,11 +135,13 @@ def test_a_sac_training_call_writes_the_signal_of_the_fitted_regressor(record_ca
         online_q = critic_before(batch.observations, batch.actions)
         target_q = target_before(batch.observations, batch.actions)
         mean_q = (online_q[0] + online_q[1]) / 2
-        if signal == "expected":
+        if signal.startswith("expected"):
             y_hat = mean_q + h
             online = sum((q - y_hat) ** 2 for q in online_q) / 2
             target = sum((q - y_hat) ** 2 for q in target_q) / 2
             expected = (online - target).clamp(min=0).flatten()
+            if signal == "expected_root":
+                expected = expected.sqrt()
         else:
             online = sum((q - y) ** 2 for q in online_q) / 2
             target = sum((q - y) ** 2 for q in target_q) / 2
@@ -185,7 +187,9 @@ def test_it_trains_dqn_and_tqc_and_writes_priorities(algorithm):
 
 
 def test_a_bad_signal_raises_value_error_naming_it():
-    with pytest.raises(ValueError, match=r"signal must be one of \('expected', 'gated'\), got 'noisy'"):
+    with pytest.raises(
+        ValueError, match=r"signal must be one of \('expected', 'expected_root', 'gated'\), got 'noisy'"
+    ):
         ExpectedReLo(signal="noisy")
 
 
