@@ -66,8 +66,9 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
     TD errors (``priorities_follow_td_errors``, with an ``update_priorities`` of their own).
     """
 
-    # `sample` calls without any `update_priorities` before the buffer warns that priorities are stale
-    SAMPLES_BEFORE_NO_UPDATE_WARNING = 100
+    # `sample` calls without any `update_priorities` before the buffer warns that priorities are never written: an
+    # sb3_per algorithm writes them back after each critic step, before it samples again, so the second call tells
+    SAMPLES_BEFORE_NO_UPDATE_WARNING = 2
     # Whether `update_priorities` sets priorities from the TD errors it is given (LAP and LA3P need it)
     priorities_follow_td_errors = True
     # What the subclass's `sample` returns
@@ -201,7 +202,7 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
             if self.beta_progress is None:
                 raise ValueError(
                     f"{type(self).__name__} has beta_anneal_steps='auto', so beta follows the training progress, "
-                    "which nothing has set: train with sb3_per's algorithms (sb3_per.SAC, TD3, DDPG or DQN), which "
+                    "which nothing has set: train with sb3_per's algorithms (sb3_per.SAC, TD3, DDPG, DQN or TQC), which "
                     "call set_beta_progress at each training call, or give beta_anneal_steps a number of sample calls"
                 )
             progress = self.beta_progress
@@ -420,7 +421,8 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
                 f"{type(self).__name__} has been sampled {self.n_sample_calls} times but its priorities were "
                 "never updated, so it samples uniformly among what was added and PER does nothing. Use an "
                 "algorithm that calls `update_priorities` after each gradient step: `sb3_per.SAC`, `sb3_per.TD3`, "
-                "`sb3_per.DDPG` or `sb3_per.DQN`.",
+                "`sb3_per.DDPG`, `sb3_per.DQN` or `sb3_per.TQC` (stock SB3 and sb3-contrib algorithms, QRDQN and "
+                "CrossQ among them, never do).",
                 UserWarning,
                 stacklevel=3,
             )

@@ -223,6 +223,14 @@ class PrioritizedReplayMixin:
         if self.replay_scheme is not None:
             self.replay_scheme.check_buffer(buffer)
 
+    @property
+    def training_scheme(self) -> ReplayScheme | None:
+        """
+        The scheme the next training call runs: ``replay_scheme``, or, where that is ``None`` (the default), ``PER()``
+        with a prioritized or tagged buffer; ``None`` means SB3's own ``train`` (uniform replay).
+        """
+        return None if self.replay_buffer is None else self._active_scheme(self.replay_buffer)
+
     def _active_scheme(self, buffer: ReplayBuffer) -> ReplayScheme | None:
         """The scheme a training call runs: the model's; ``PER()`` for a prioritized or tagged buffer; else none."""
         if self.replay_scheme is not None:

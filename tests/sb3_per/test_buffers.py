@@ -454,11 +454,14 @@ def test_reset_forgets_priorities():
     assert buffer.n_transitions == 0 and buffer.tree.total == 0 and buffer.max_priority == 1.0
 
 
-def test_warns_once_when_priorities_are_never_updated():
+def test_warns_once_at_the_second_sample_when_priorities_are_never_updated():
     buffer = make_buffer(buffer_size=10)
     add_steps(buffer, 10)
-    with pytest.warns(UserWarning, match="sb3_per.SAC") as record:
-        for _ in range(buffer.SAMPLES_BEFORE_NO_UPDATE_WARNING + 50):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        buffer.sample(4)  # an algorithm that writes priorities back does so before its next sample
+    with pytest.warns(UserWarning, match=r"sampled 2 times .* `sb3_per.TQC` .*QRDQN and CrossQ") as record:
+        for _ in range(50):
             buffer.sample(4)
     assert len(record) == 1
 

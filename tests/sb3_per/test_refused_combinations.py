@@ -37,3 +37,29 @@ def test_a_uniform_actor_batch_without_an_actor_is_refused():
         )
     model = DQN("MlpPolicy", "CartPole-v1", replay_buffer_class=PrioritizedReplayBuffer, replay_scheme=PER())
     assert model.replay_scheme == PER()  # PER itself trains DQN
+
+
+def test_the_training_scheme_shows_what_trains_when_replay_scheme_is_left_out():
+    prioritized = SAC("MlpPolicy", "Pendulum-v1", replay_buffer_class=PrioritizedReplayBuffer)
+    assert prioritized.replay_scheme is None and prioritized.training_scheme == PER()
+    assert SAC("MlpPolicy", "Pendulum-v1").training_scheme is None  # SB3's own train
+    given = SAC("MlpPolicy", "Pendulum-v1", replay_buffer_class=PrioritizedReplayBuffer, replay_scheme=PER("max"))
+    assert given.training_scheme == PER("max")
+
+
+def test_an_sb3_contrib_algorithm_that_never_writes_priorities_is_named_in_a_short_run():
+    """A 600-step try of QRDQN with the prioritized buffer warns at its second training call, not after 100."""
+    from sb3_contrib import QRDQN
+
+    model = QRDQN(
+        "MlpPolicy",
+        "CartPole-v1",
+        replay_buffer_class=PrioritizedReplayBuffer,
+        learning_starts=500,
+        train_freq=4,
+        policy_kwargs={"net_arch": [8]},
+        seed=0,
+    )
+    with pytest.warns(UserWarning, match=r"never updated, .* QRDQN and CrossQ among them, never do"):
+        model.learn(600)
+    assert model.replay_buffer.n_priority_updates == 0
