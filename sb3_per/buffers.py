@@ -202,8 +202,9 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
             if self.beta_progress is None:
                 raise ValueError(
                     f"{type(self).__name__} has beta_anneal_steps='auto', so beta follows the training progress, "
-                    "which nothing has set: train with sb3_per's algorithms (sb3_per.SAC, TD3, DDPG, DQN or TQC), which "
-                    "call set_beta_progress at each training call, or give beta_anneal_steps a number of sample calls"
+                    "which nothing has set: train with sb3_per's algorithms (sb3_per.SAC, TD3, DDPG, DQN or TQC), "
+                    "which call set_beta_progress at each training call, or give beta_anneal_steps a number of sample "
+                    "calls"
                 )
             progress = self.beta_progress
         return self.beta_start + progress * (self.beta_end - self.beta_start)
