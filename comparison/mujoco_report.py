@@ -1,0 +1,283 @@
+"""
+The MuJoCo study's report (``comparison/mujoco.py``): per task, the IQM over seeds of each variant's final evaluation
+return and of its area under the curve (the mean evaluation return over all evaluations), with bootstrap intervals
+(``comparison.statistics``); each prioritized variant against uniform replay (relative difference of the IQMs, same-seed
+split); across the tasks without reward noise, each variant's scores normalised by uniform's IQM on the same task; the
+published figures beside them; and the learning curves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from comparison.experiment import write_atomically, write_csv_atomically, write_text_atomically
+from comparison.mujoco import (
+    EVALUATION_COLUMNS,
+    TASKS,
+    MuJoCoConfig,
+    finished_evaluations,
+    resumed_steps,
+)
+from comparison.statistics import (
+    DEFAULT_BOOTSTRAP,
+    NEAR_ZERO,
+    bootstrap_ci,
+    iqm,
+    keyed_generator,
+    relative_difference_ci,
+    same_seed_comparison,
+)
+from comparison.study import run_dir
+
+RETURNS_TABLE = "returns.csv"
+SUMMARY_FILE = "summary.md"
+CURVES_FILE = "learning_curves.png"
+#: The reference variant of every comparison.
+REFERENCE = "uniform"
+#: The scores of a run: its final evaluation return, and the area under its curve (the mean over its evaluations).
+SCORES = ("final", "auc")
+COLORS = {"uniform": "black", "per": "tab:red", "relo": "tab:blue", "la3p": "tab:green"}
+#: Published figures to read ours against (text only: other tasks, lengths and seeds than ours).
+PUBLISHED = (
+    (
+        "LA3P authors (Saglam et al., JAIR 2023)",
+        "SAC, MuJoCo, 10 seeds, 1M steps",
+        "return relative to SAC: PER 0.94, LAP 1.09, LA3P 1.31",
+    ),
+    (
+        "ReLo authors (Sujit et al., NeurIPS 2023)",
+        "SAC, DeepMind Control Suite, 5 seeds, 1M steps",
+        "IQM relative to uniform SAC: ReLo 1.039 [1.023, 1.051], PER 1.004",
+    ),
+    (
+        "Panahi et al. (RLJ 2024)",
+        "control tasks",
+        "no prioritized variant consistently beats uniform replay",
+    ),
+)
+
+
+def collect_evaluations(configs: Sequence[MuJoCoConfig], out_dir: Path) -> pd.DataFrame:
+    """The ``evaluations.csv`` rows of the finished runs of ``configs``, in plan order (none: the columns only)."""
+    frames = [finished_evaluations(config, run_dir(out_dir, config)) for config in configs]
+    kept = [frame for frame in frames if frame is not None]
+    return pd.concat(kept, ignore_index=True) if kept else pd.DataFrame(columns=list(EVALUATION_COLUMNS))
+
+
+def run_scores(returns: pd.DataFrame) -> pd.DataFrame:
+    """
+    One row per run (task, variant, seed), in the order of ``returns`` (each run's rows in step order): its final
+    evaluation return and the mean over its evaluations.
+    """
+    runs = returns.groupby(["task", "variant", "seed"], sort=False)["eval_return_mean"]
+    return pd.DataFrame({"final": runs.last(), "auc": runs.mean()}).reset_index()
+
+
+def by_seed(scores: pd.DataFrame, task: str, variant: str, score: str) -> dict[int, float]:
+    """``score`` of each seed of ``variant`` on ``task``."""
+    rows = scores[(scores["task"] == task) & (scores["variant"] == variant)]
+    return dict(zip(rows["seed"].astype(int), rows[score].astype(float), strict=True))
+
+
+def interval_cell(value: float, interval: tuple[float, float], digits: int = 1) -> str:
+    """``value [low, high]``, with ``digits`` decimals."""
+    return f"{value:.{digits}f} [{interval[0]:.{digits}f}, {interval[1]:.{digits}f}]"
+
+
+def score_table(scores: pd.DataFrame, task: str) -> list[str]:
+    """Markdown rows: each variant's seeds on ``task`` and the IQM of each score with its bootstrap interval."""
+    lines = [
+        f"| variant | seeds | final return IQM [{DEFAULT_BOOTSTRAP.level} CI] | AUC IQM [{DEFAULT_BOOTSTRAP.level} CI] "
+        "| final return per seed |",
+        "|---|---|---|---|---|",
+    ]
+    for variant in dict.fromkeys(scores.loc[scores["task"] == task, "variant"]):
+        cells = []
+        for score in SCORES:
+            values = list(by_seed(scores, task, variant, score).values())
+            rng = keyed_generator(0, score, task, variant)
+            cells.append(interval_cell(iqm(values), bootstrap_ci(values, iqm, rng=rng)))
+        final = by_seed(scores, task, variant, "final")
+        per_seed = ", ".join(f"{final[seed]:.0f}" for seed in sorted(final))
+        lines.append(f"| {variant} | {len(final)} | {cells[0]} | {cells[1]} | {per_seed} |")
+    return lines
+
+
+def percent_cell(value: float, interval: tuple[float, float]) -> str:
+    """A fraction as ``+12.3% [-4.0%, +30.1%]``."""
+    return f"{value:+.1%} [{interval[0]:+.1%}, {interval[1]:+.1%}]"
+
+
+def comparison_cells(reference: dict[int, float], compared: dict[int, float], key: tuple[str, ...]) -> list[str]:
+    """The relative difference of the IQMs with its interval, and the same-seed split with its sign test."""
+    difference = relative_difference_ci(
+        list(reference.values()), list(compared.values()), rng=keyed_generator(0, "relative", *key)
+    )
+    split = same_seed_comparison(reference, compared)
+    relative = percent_cell(difference.relative, difference.relative_ci) if difference.relative_defined else "-"
+    return [relative, f"{split.above}/{split.below} (p={split.p_value:.2f})"]
+
+
+def comparison_table(scores: pd.DataFrame, task: str) -> list[str]:
+    """Markdown rows: each prioritized variant against uniform on ``task``, for each score (none without uniform)."""
+    lines = [
+        "| variant vs uniform | final: IQM difference, relative [CI] | final: same seed above/below | "
+        "AUC: IQM difference, relative [CI] | AUC: same seed above/below |",
+        "|---|---|---|---|---|",
+    ]
+    reference = {score: by_seed(scores, task, REFERENCE, score) for score in SCORES}
+    if not reference["final"]:
+        return [*lines, "| (no uniform runs yet) | - | - | - | - |"]
+    for variant in dict.fromkeys(scores.loc[scores["task"] == task, "variant"]):
+        if variant == REFERENCE:
+            continue
+        cells = []
+        for score in SCORES:
+            compared = by_seed(scores, task, variant, score)
+            cells += comparison_cells(reference[score], compared, (score, task, variant))
+        lines.append(f"| {variant} | {' | '.join(cells)} |")
+    return lines
+
+
+def normalised_scores(scores: pd.DataFrame) -> pd.DataFrame:
+    """
+    ``scores`` of the tasks without reward noise (those of the published comparisons; the noisy ones have their own
+    tables) where uniform has run and its IQM is positive (at least ``NEAR_ZERO``), each score divided by uniform's
+    IQM of it on the same task.
+    """
+    parts = []
+    for task, rows in scores.groupby("task", sort=False):
+        uniform = rows[rows["variant"] == REFERENCE]
+        if TASKS[str(task)].noisy or uniform.empty:
+            continue
+        reference = {score: iqm(uniform[score]) for score in SCORES}
+        if min(reference.values()) < NEAR_ZERO:
+            continue
+        parts.append(rows.assign(**{score: rows[score] / reference[score] for score in SCORES}))
+    return pd.concat(parts, ignore_index=True) if parts else scores.iloc[0:0]
+
+
+def normalised_table(scores: pd.DataFrame) -> list[str]:
+    """
+    Markdown rows: each variant's IQM, over its runs on the tasks of ``normalised_scores``, of its scores normalised
+    by uniform's IQM on each task; then the tasks left out.
+    """
+    normalised = normalised_scores(scores)
+    lines = [
+        f"| variant | tasks | runs | final / uniform IQM: IQM [{DEFAULT_BOOTSTRAP.level} CI] | "
+        f"AUC / uniform IQM: IQM [{DEFAULT_BOOTSTRAP.level} CI] |",
+        "|---|---|---|---|---|",
+    ]
+    for variant, rows in normalised.groupby("variant", sort=False):
+        cells = []
+        for score in SCORES:
+            interval = bootstrap_ci(rows[score], iqm, rng=keyed_generator(0, "all", score, str(variant)))
+            cells.append(interval_cell(iqm(rows[score]), interval, digits=3))
+        lines.append(f"| {variant} | {rows['task'].nunique()} | {len(rows)} | {cells[0]} | {cells[1]} |")
+    kept = set(normalised["task"])
+    skipped = [task for task in dict.fromkeys(scores["task"]) if task not in kept]
+    if skipped:
+        lines += [
+            "",
+            f"Left out (reward noise, no uniform runs, or uniform's IQM below {NEAR_ZERO:g}): {', '.join(skipped)}.",
+        ]
+    return lines
+
+
+def published_table() -> list[str]:
+    """Markdown rows: the published figures (other settings than ours)."""
+    lines = ["| source | setting | figure |", "|---|---|---|"]
+    return lines + [f"| {source} | {setting} | {figure} |" for source, setting, figure in PUBLISHED]
+
+
+def plot_curves(returns: pd.DataFrame, path: Path) -> None:
+    """One panel per task: each variant's evaluation return against env steps, mean over seeds, min-max band."""
+    tasks = list(dict.fromkeys(returns["task"]))
+    fig = Figure(figsize=(5.5 * len(tasks), 4))
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, len(tasks), squeeze=False)[0]
+    for ax, task in zip(axes, tasks, strict=True):
+        for variant, group in returns[returns["task"] == task].groupby("variant", sort=False):
+            curves = group.pivot(index="step", columns="seed", values="eval_return_mean")
+            color = COLORS.get(str(variant))
+            ax.plot(curves.index, curves.mean(axis=1), color=color, label=f"{variant} ({curves.shape[1]} seeds)")
+            ax.fill_between(curves.index, curves.min(axis=1), curves.max(axis=1), color=color, alpha=0.15)
+        ax.set(title=f"{task} ({TASKS[task].env_id})", xlabel="env steps", ylabel="evaluation return")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle("sb3_per SAC on MuJoCo: deterministic evaluations, mean over seeds, band min-max")
+    fig.tight_layout()
+    write_atomically(path, lambda partial: fig.savefig(partial, dpi=110, format="png"))
+
+
+def noise_notes(configs: Sequence[MuJoCoConfig]) -> list[str]:
+    """A line for each task of ``configs`` with reward noise."""
+    return [
+        f"{name}: `{TASKS[name].env_id}` with N(0, {TASKS[name].reward_noise_std:g}^2) added to each training reward "
+        "(the training returns logged and the evaluations are the task's own); no published figures."
+        for name in dict.fromkeys(config.task for config in configs)
+        if TASKS[name].noisy
+    ]
+
+
+def resumed_notes(configs: Sequence[MuJoCoConfig], out_dir: Path) -> list[str]:
+    """A line for each run of ``configs`` that resumed from a checkpoint, with the steps."""
+    resumed = {config.run_name: resumed_steps(run_dir(out_dir, config)) for config in configs}
+    return [f"- {name}: resumed at step {', '.join(map(str, steps))}" for name, steps in resumed.items() if steps]
+
+
+def write_report(configs: Sequence[MuJoCoConfig], out_dir: Path, command: str) -> Path:
+    """
+    Write ``returns.csv`` (all finished runs), ``learning_curves.png`` and ``summary.md`` into ``out_dir``.
+
+    :param configs: the planned runs (the finished ones are reported)
+    :param out_dir: the study's folder
+    :param command: the command that runs the whole plan, quoted in the summary
+    :return: the summary's path
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    returns = collect_evaluations(configs, out_dir)
+    write_csv_atomically(returns, out_dir / RETURNS_TABLE)
+    scores = run_scores(returns)
+    lines = [
+        "# MuJoCo: sb3_per's SAC with uniform replay, PER, ReLo and LA3P",
+        "",
+        "Written by `scripts/mujoco_study.py`; the settings and their deviations from the papers are in "
+        "`comparison/mujoco.py`'s docstring.",
+        "",
+        f"Command: `{command}`",
+        "",
+        f"Finished runs: {len(scores)} of {len(configs)} planned.",
+    ]
+    for note in noise_notes(configs):
+        lines += ["", note]
+    resumed = resumed_notes(configs, out_dir)
+    if resumed:
+        lines += ["", "Runs resumed from a checkpoint (not bit-identical to an uninterrupted run):", "", *resumed]
+    if not returns.empty:
+        plot_curves(returns, out_dir / CURVES_FILE)
+        lines += ["", f"![learning curves]({CURVES_FILE})"]
+        for task in dict.fromkeys(scores["task"]):
+            lines += ["", f"## {task}", "", *score_table(scores, task), "", *comparison_table(scores, task)]
+        lines += ["", "## Tasks without reward noise, normalised by uniform's IQM", "", *normalised_table(scores)]
+    lines += [
+        "",
+        "## Published figures (other tasks, lengths and seeds than ours: to read ours against, not to match)",
+        "",
+        *published_table(),
+        "",
+        "IQM: mean of the middle half of the seeds (with 5 seeds, of the middle 3); intervals: percentile bootstrap "
+        f"over seeds (runs, across tasks), {DEFAULT_BOOTSTRAP.n_resamples} resamples. Relative difference: "
+        "(IQM of the variant - IQM of uniform) / |IQM of uniform|; same seed: on how many shared seeds the variant "
+        "ends above and below uniform, with the sign test's p-value.",
+        "",
+    ]
+    path = out_dir / SUMMARY_FILE
+    write_text_atomically("\n".join(lines), path)
+    return path

@@ -1,0 +1,347 @@
+"""
+The training of the MuJoCo study's runs (``comparison/mujoco.py`` defines the study and its settings): the training
+env, ``sb3_per.SAC`` with each variant's replay, the evaluations, and the checkpoints a run resumes from.
+
+A run's folder, while it trains: ``config.json`` first; SB3's ``progress.csv`` (a row per evaluation); every
+``checkpoint_freq`` steps a ``checkpoint/`` folder (``model.zip``, ``replay_buffer.pkl``, the evaluation rows so far
+``rows.csv``, ``progress.csv`` so far, ``state.json``), written whole into ``checkpoint.partial/`` and then put in
+place by renames (an interruption between them leaves ``checkpoint.previous/``, which counts); at the end
+``evaluations.csv``, after which the checkpoint is deleted. A run resumed from its checkpoint keeps the rows up to
+there and continues SB3's ``progress.csv`` after them (SB3's logger starts the file anew: the rows are joined at each
+checkpoint and at the end). An interruption between ``evaluations.csv`` and the deletion leaves a checkpoint beside a
+finished run: it is never used again (the run is finished), and may be deleted by hand.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import os
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pandas as pd
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.logger import configure
+from stable_baselines3.common.vec_env import VecEnv
+
+from comparison.experiment import write_csv_atomically, write_text_atomically
+from comparison.minatar import RewardNoise
+from comparison.mujoco import (
+    EVAL_SEED,
+    EVALUATION_COLUMNS,
+    EVALUATIONS_FILE,
+    RESUMED_FILE,
+    TASKS,
+    MuJoCoConfig,
+    check_evaluations,
+    resumed_steps,
+)
+from comparison.study import holds_config, write_config
+from sb3_per import LA3P, PER, SAC, PrioritizedReplayBuffer, ReLo
+
+PROGRESS_FILE = "progress.csv"
+CHECKPOINT_DIR = "checkpoint"
+#: Where a checkpoint is written before it is put in place.
+PARTIAL_CHECKPOINT_DIR = "checkpoint.partial"
+#: Where the checkpoint it replaces waits until it is in place.
+PREVIOUS_CHECKPOINT_DIR = "checkpoint.previous"
+MODEL_FILE = "model.zip"
+BUFFER_FILE = "replay_buffer.pkl"
+ROWS_FILE = "rows.csv"
+STATE_FILE = "state.json"
+
+#: Each variant's keyword arguments of ``sb3_per.SAC`` (made fresh for each run: SAC gives its buffer's its gamma).
+VARIANT_SETTINGS: dict[str, Callable[[], dict[str, Any]]] = {
+    "uniform": dict,
+    "per": lambda: dict(
+        replay_buffer_class=PrioritizedReplayBuffer,
+        replay_buffer_kwargs=dict(alpha=0.6, beta_start=0.4, beta_end=1.0, beta_anneal_steps="auto"),
+        replay_scheme=PER(),
+    ),
+    "relo": lambda: dict(
+        replay_buffer_class=PrioritizedReplayBuffer,
+        replay_buffer_kwargs=dict(
+            alpha=0.5,
+            epsilon=1e-5,
+            weight_normalization="batch",
+            beta_start=0.4,
+            beta_end=1.0,
+            beta_anneal_steps="auto",
+        ),
+        replay_scheme=ReLo(),
+    ),
+    "la3p": lambda: dict(
+        replay_buffer_class=PrioritizedReplayBuffer,
+        replay_buffer_kwargs=dict(alpha=0.4, inverse_sampling=True, beta_anneal_steps="auto"),
+        replay_scheme=LA3P(),
+    ),
+}
+
+
+def make_training_env(config: MuJoCoConfig) -> VecEnv:
+    """
+    ``config``'s training env: a VecEnv of one task env, seeded, SB3's ``Monitor`` recording the task's own returns,
+    and outside it the task's reward noise, if any.
+    """
+    task = TASKS[config.task]
+    if not task.noisy:
+        return make_vec_env(task.env_id, n_envs=1, seed=config.seed)
+    add_noise = functools.partial(RewardNoise, std=task.reward_noise_std)
+    return make_vec_env(task.env_id, n_envs=1, seed=config.seed, wrapper_class=add_noise)
+
+
+def make_model(config: MuJoCoConfig, env: VecEnv) -> SAC:
+    """``sb3_per.SAC`` with the RL Zoo's MuJoCo settings and ``config``'s variant on ``env``, on the CPU."""
+    return SAC(
+        "MlpPolicy",
+        env,
+        learning_rate=3e-4,
+        buffer_size=config.buffer_size,
+        learning_starts=config.learning_starts,
+        batch_size=256,
+        tau=0.005,
+        gamma=0.99,
+        train_freq=1,
+        gradient_steps=1,
+        ent_coef="auto",
+        policy_kwargs=dict(net_arch=[256, 256]),
+        seed=config.seed,
+        device="cpu",
+        **VARIANT_SETTINGS[config.variant](),
+    )
+
+
+def evaluation_returns(model: Any, env: gym.Env, episodes: int) -> list[float]:
+    """
+    The return of each of ``episodes`` episodes of ``model``'s deterministic policy on ``env``, episode ``i`` reset
+    with the seed ``EVAL_SEED + i`` (the tasks' time limit ends every episode).
+
+    :param model: anything with SB3's ``predict``
+    :param env: one env (not vectorized), the task's own
+    :param episodes: how many episodes
+    """
+    returns = []
+    for episode in range(episodes):
+        observation, _ = env.reset(seed=EVAL_SEED + episode)
+        total, done = 0.0, False
+        while not done:
+            action, _ = model.predict(observation, deterministic=True)
+            observation, reward, terminated, truncated, _ = env.step(action)
+            total, done = total + float(reward), terminated or truncated
+        returns.append(total)
+    return returns
+
+
+def resume_seed(config: MuJoCoConfig, step: int) -> int:
+    """The seed of the generators (env, replay sampling, policy noise) of ``config``'s run resumed at ``step``."""
+    return int(np.random.SeedSequence([config.seed, step]).generate_state(1)[0])
+
+
+@dataclass
+class RunStart:
+    """
+    Where a run starts: nothing done, or what its checkpoint holds.
+
+    :param rows: the evaluation rows so far
+    :param progress: SB3's logged rows so far
+    :param elapsed_s: seconds trained so far
+    """
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    progress: pd.DataFrame = field(default_factory=pd.DataFrame)
+    elapsed_s: float = 0.0
+
+
+def read_progress(path: Path) -> pd.DataFrame:
+    """The rows of SB3's ``progress.csv`` at ``path`` (none if it is missing or empty)."""
+    try:
+        return pd.read_csv(path)
+    except (FileNotFoundError, pd.errors.EmptyDataError):
+        return pd.DataFrame()
+
+
+def joined(*frames: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``frames`` one after the other (empty frames left out)."""
+    kept = [frame for frame in frames if not frame.empty]
+    return pd.concat(kept, ignore_index=True) if kept else pd.DataFrame()
+
+
+class EvaluationLog(BaseCallback):
+    """
+    At step 0 and every ``eval_freq`` steps, evaluates the policy into a row of ``EVALUATION_COLUMNS`` and dumps SB3's
+    logger; every ``checkpoint_freq`` steps (between 0 and ``total_steps``) saves a checkpoint. Both happen at the
+    start of a rollout, once the step's transition is stored and trained on, so that a checkpoint is the whole state of
+    the run there; ``record_due`` does them after ``learn`` for the last step. Keeps the training episodes' returns
+    (the task's own reward: SB3's ``Monitor`` sits inside the reward noise).
+
+    :param config: the run
+    :param run_dir: its folder
+    :param eval_env: the env of the evaluations, the task's own
+    :param start: where the run starts
+    """
+
+    model: SAC  # what train_run gives it
+
+    def __init__(self, config: MuJoCoConfig, run_dir: Path, eval_env: gym.Env, start: RunStart) -> None:
+        super().__init__()
+        self.config, self.run_dir, self.eval_env = config, run_dir, eval_env
+        self.rows = list(start.rows)
+        self.progress_before = start.progress
+        self.elapsed_before = start.elapsed_s
+        self._started = time.monotonic()
+        self._since_last: list[float] = []
+
+    def elapsed_s(self) -> float:
+        """Seconds the run has trained, over all its attempts up to its checkpoint and this one."""
+        return self.elapsed_before + time.monotonic() - self._started
+
+    def progress(self) -> pd.DataFrame:
+        """SB3's logged rows of the whole run so far: the checkpoint's, then this attempt's."""
+        return joined(self.progress_before, read_progress(self.run_dir / PROGRESS_FILE))
+
+    def record_due(self) -> None:
+        """Evaluate (and save a checkpoint) if the model's step is due one and not yet evaluated."""
+        step = self.model.num_timesteps
+        if step % self.config.eval_freq or (self.rows and self.rows[-1]["step"] >= step):
+            return
+        self._evaluate(step)
+        if 0 < step < self.config.total_steps and step % self.config.checkpoint_freq == 0:
+            save_checkpoint(self.model, self)
+
+    def _evaluate(self, step: int) -> None:
+        returns = evaluation_returns(self.model, self.eval_env, self.config.eval_episodes)
+        train_return = float(np.mean(self._since_last)) if self._since_last else math.nan
+        self.rows.append(
+            {
+                "task": self.config.task,
+                "variant": self.config.variant,
+                "seed": self.config.seed,
+                "step": step,
+                "eval_return_mean": float(np.mean(returns)),
+                "eval_return_std": float(np.std(returns)),
+                "eval_episodes": len(returns),
+                "train_return_mean": train_return,
+                "elapsed_s": self.elapsed_s(),
+            }
+        )
+        self._since_last = []
+        self.logger.record("time/total_timesteps", step)
+        self.logger.record("time/elapsed_s", self.rows[-1]["elapsed_s"])
+        self.logger.record("eval/return_mean", self.rows[-1]["eval_return_mean"])
+        self.logger.record("rollout/train_return_mean", train_return)
+        self.logger.dump(step)
+
+    def _on_rollout_start(self) -> None:
+        self.record_due()
+
+    def _on_step(self) -> bool:
+        for done, info in zip(self.locals["dones"], self.locals["infos"], strict=True):
+            if done:
+                self._since_last.append(float(info["episode"]["r"]))
+        return True
+
+
+def save_checkpoint(model: SAC, log: EvaluationLog) -> None:
+    """
+    Save the run's state into ``checkpoint/`` of its folder, in place of the one there: the model, its replay
+    buffer, the evaluation rows and SB3's logged rows so far, the step and the seconds trained.
+    """
+    partial = log.run_dir / PARTIAL_CHECKPOINT_DIR
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir()
+    model.save(partial / MODEL_FILE)
+    model.save_replay_buffer(partial / BUFFER_FILE)
+    pd.DataFrame(log.rows, columns=list(EVALUATION_COLUMNS)).to_csv(partial / ROWS_FILE, index=False)
+    log.progress().to_csv(partial / PROGRESS_FILE, index=False)
+    state = {"num_timesteps": model.num_timesteps, "elapsed_s": log.elapsed_s()}
+    (partial / STATE_FILE).write_text(json.dumps(state))
+    put_in_place(partial, log.run_dir)
+
+
+def put_in_place(partial: Path, run_dir: Path) -> None:
+    """Make the complete checkpoint ``partial`` the run's ``checkpoint/``, by renames (the old one is deleted)."""
+    current, previous = run_dir / CHECKPOINT_DIR, run_dir / PREVIOUS_CHECKPOINT_DIR
+    if current.exists():
+        shutil.rmtree(previous, ignore_errors=True)
+        os.replace(current, previous)
+    os.replace(partial, current)
+    shutil.rmtree(previous, ignore_errors=True)
+
+
+def checkpoint_folder(run_dir: Path) -> Path | None:
+    """The run's checkpoint: ``checkpoint/``, or ``checkpoint.previous/`` if a save stopped between its renames."""
+    for name in (CHECKPOINT_DIR, PREVIOUS_CHECKPOINT_DIR):
+        if (run_dir / name).is_dir():
+            return run_dir / name
+    return None
+
+
+def remove_checkpoints(run_dir: Path) -> None:
+    """Delete the run's checkpoint folders."""
+    for name in (CHECKPOINT_DIR, PREVIOUS_CHECKPOINT_DIR, PARTIAL_CHECKPOINT_DIR):
+        shutil.rmtree(run_dir / name, ignore_errors=True)
+
+
+def fresh_start(config: MuJoCoConfig, run_dir: Path) -> tuple[SAC, RunStart]:
+    """A new model for ``config``'s run, in ``run_dir`` emptied of what an attempt left and holding its config."""
+    shutil.rmtree(run_dir, ignore_errors=True)
+    run_dir.mkdir(parents=True)
+    write_config(config, run_dir)
+    return make_model(config, make_training_env(config)), RunStart()
+
+
+def resumed_start(config: MuJoCoConfig, run_dir: Path, checkpoint: Path) -> tuple[SAC, RunStart]:
+    """
+    The model and state of ``config``'s run as its ``checkpoint`` holds them, on a new training env (reset at the
+    next ``learn``), the generators seeded by ``resume_seed``; the step is added to ``resumed.json``.
+
+    :raises ValueError: the checkpoint's rows are not the run's up to its step
+    """
+    state = json.loads((checkpoint / STATE_FILE).read_text())
+    step = int(state["num_timesteps"])
+    rows = pd.read_csv(checkpoint / ROWS_FILE)
+    check_evaluations(rows, config, checkpoint / ROWS_FILE, until=step)
+    model = SAC.load(checkpoint / MODEL_FILE, env=make_training_env(config), device="cpu")
+    model.load_replay_buffer(checkpoint / BUFFER_FILE)
+    model.set_random_seed(resume_seed(config, step))
+    model._last_obs = None  # type: ignore[assignment]  # the saved one is of the old env: learn resets the new one
+    write_text_atomically(json.dumps({"resumed_at": [*resumed_steps(run_dir), step]}), run_dir / RESUMED_FILE)
+    start = RunStart(rows.to_dict("records"), read_progress(checkpoint / PROGRESS_FILE), float(state["elapsed_s"]))
+    return model, start
+
+
+def train_run(config: MuJoCoConfig, run_dir: Path) -> pd.DataFrame:
+    """
+    Train one run into ``run_dir``, from its checkpoint if it holds one (and ``config.json`` of ``config``), else
+    from scratch: ``config.json``, ``progress.csv``, checkpoints, then ``evaluations.csv``, then the checkpoint is
+    deleted.
+
+    :param config: the run
+    :param run_dir: its folder
+    :return: its ``evaluations.csv`` rows
+    :raises ValueError: ``run_dir`` holds another config
+    """
+    run_dir = Path(run_dir)
+    checkpoint = checkpoint_folder(run_dir) if holds_config(config, run_dir) else None
+    model, start = fresh_start(config, run_dir) if checkpoint is None else resumed_start(config, run_dir, checkpoint)
+    model.set_logger(configure(str(run_dir), ["csv"]))
+    log = EvaluationLog(config, run_dir, gym.make(TASKS[config.task].env_id), start)
+    remaining = config.total_steps - model.num_timesteps
+    model.learn(remaining, callback=log, log_interval=None, reset_num_timesteps=False)  # type: ignore[arg-type]
+    log.record_due()
+    model.logger.close()
+    rows = pd.DataFrame(log.rows, columns=list(EVALUATION_COLUMNS))
+    check_evaluations(rows, config, run_dir / EVALUATIONS_FILE)
+    write_csv_atomically(log.progress(), run_dir / PROGRESS_FILE)
+    write_csv_atomically(rows, run_dir / EVALUATIONS_FILE)
+    remove_checkpoints(run_dir)
+    return rows

@@ -1,0 +1,332 @@
+"""
+A study: a plan of runs, each trained into a folder of its own, that any process can resume, and a report over the
+runs that have finished. ``Study`` is what a study implements (``comparison/mujoco.py`` is one); ``run_study`` trains
+the unfinished runs of a plan, and ``study_main`` is the command line of a study's script
+(``scripts/<name>_study.py``: ``run``, ``report``, ``pending``).
+
+Layout of a study's output folder::
+
+    runs/<run_name>/   config.json (written first), what the run logs, its result file (written last), and whatever
+                       the study keeps to resume the run (a checkpoint) until then
+
+A run is finished when its folder holds its config and a complete result file: ``Study.finished`` checks that, and
+never trusts a file's presence alone. The folder of a run that holds another config raises ``ValueError`` rather
+than being trained over. This module imports nothing heavy (torch comes in only to train), so that the command line
+refuses a bad argument at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+RUNS_DIR = "runs"
+CONFIG_FILE = "config.json"
+#: Where a study's results go unless ``--out`` says otherwise: ``docs/results/<name>``.
+RESULTS_DIR = Path("docs/results")
+ACTIONS = ("run", "report", "pending")
+#: The command line's own options (``args`` attributes); any other attribute is one of the study's options.
+COMMON_OPTIONS = frozenset({"action", "seeds", "first_seed", "max_runs", "shard", "out"})
+
+
+class StudyConfig(Protocol):
+    """
+    One run of a study: a frozen dataclass that determines the run, with ``run_name``, ``to_json()`` (what
+    ``config.json`` holds) and the classmethod ``from_json(text)`` that reads it back (``ValueError`` on a text that
+    is not such a config).
+    """
+
+    @property
+    def run_name(self) -> str: ...
+
+    def to_json(self) -> str: ...
+
+    @classmethod
+    def from_json(cls, text: str) -> Any: ...
+
+
+ConfigT = TypeVar("ConfigT", bound=StudyConfig)
+
+
+class Study(Protocol[ConfigT]):
+    """
+    What a study implements.
+
+    ``name`` names its script, ``scripts/<name>_study.py``, and its default output folder, ``docs/results/<name>``.
+    """
+
+    name: str
+
+    def plan(self, seeds: Sequence[int], **options: Any) -> list[ConfigT]:
+        """
+        The runs of the study, in the order they train.
+
+        :param seeds: the seeds of the plan
+        :param options: the study's options, as ``plan_options`` gives them
+        :raises ValueError: an option is not valid
+        """
+        ...
+
+    def train(self, config: ConfigT, run_dir: Path) -> None:
+        """
+        Train ``config``'s run into ``run_dir``: ``config.json`` first, its result file last, resuming from a
+        checkpoint that ``run_dir`` holds if there is one.
+
+        :raises ValueError: ``run_dir`` holds another config
+        """
+        ...
+
+    def finished(self, config: ConfigT, run_dir: Path) -> bool:
+        """
+        Whether ``run_dir`` holds ``config``'s finished run: its ``config.json``, its result file complete, every
+        required value finite (checked, never trusted).
+
+        :raises ValueError: naming the file, if ``run_dir`` holds another config
+        """
+        ...
+
+    def report(self, configs: Sequence[ConfigT], out_dir: Path, command: str) -> Path:
+        """
+        Write the report of the finished runs of ``configs`` into ``out_dir``.
+
+        :param configs: the plan
+        :param out_dir: the study's folder
+        :param command: the command that runs the whole plan, quoted in the report
+        :return: the report's main file
+        """
+        ...
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        """
+        Add the study's own options to its command line. Give each one long option and no ``dest``, so that the
+        command quoted in the report (``run_command``) can spell it out again from its value.
+        """
+        ...
+
+    def plan_options(self, args: argparse.Namespace) -> dict[str, Any]:
+        """The options of ``plan`` that the parsed ``args`` of ``add_arguments`` give."""
+        ...
+
+
+def run_dir(out_dir: Path, config: StudyConfig) -> Path:
+    """Folder of ``config``'s run inside the study's folder ``out_dir``."""
+    return Path(out_dir) / RUNS_DIR / config.run_name
+
+
+def write_config(config: StudyConfig, directory: Path) -> None:
+    """Write ``config.json`` of ``config`` into ``directory`` (complete or not at all)."""
+    from comparison.experiment import write_text_atomically  # not at load: it brings torch
+
+    write_text_atomically(config.to_json(), Path(directory) / CONFIG_FILE)
+
+
+def holds_config(config: StudyConfig, directory: Path) -> bool:
+    """
+    Whether ``directory`` holds ``config``'s ``config.json`` (False if it holds none).
+
+    :raises ValueError: naming the file, if it holds another config, or a text that is no config
+    """
+    path = Path(directory) / CONFIG_FILE
+    if not path.exists():
+        return False
+    try:
+        stored = type(config).from_json(path.read_text())
+    except ValueError:
+        stored = None
+    if stored != config:
+        raise ValueError(
+            f"{path} holds another config than the run {config.run_name}'s of this plan: delete its folder or use "
+            "another output folder"
+        )
+    return True
+
+
+def check_shard(index: int, count: int) -> None:
+    """:raises ValueError: naming ``index`` and ``count``, unless 0 <= ``index`` < ``count``"""
+    if not 0 <= index < count:
+        raise ValueError(f"a shard needs 0 <= index < count, got index={index!r}, count={count!r}")
+
+
+def shard_plan(configs: Sequence[ConfigT], index: int, count: int) -> list[ConfigT]:
+    """
+    Every ``count``-th run of ``configs`` from its ``index``-th (0-based): ``count`` processes given the same plan
+    and the indices 0 .. ``count - 1`` share it without overlap.
+
+    :raises ValueError: naming ``index`` and ``count``, unless 0 <= ``index`` < ``count``
+    """
+    check_shard(index, count)
+    return list(configs[index::count])
+
+
+def pending(study: Study[ConfigT], configs: Sequence[ConfigT], out_dir: Path) -> list[ConfigT]:
+    """
+    The runs of ``configs`` that have not finished in ``out_dir``, in plan order.
+
+    :raises ValueError: a run's folder holds another config
+    """
+    return [config for config in configs if not study.finished(config, run_dir(out_dir, config))]
+
+
+@dataclass
+class StudyProgress:
+    """
+    What ``run_study`` did.
+
+    :param trained: the runs it trained, by name
+    :param pending: the runs of the plan still unfinished after it, by name
+    """
+
+    trained: list[str] = field(default_factory=list)
+    pending: list[str] = field(default_factory=list)
+
+
+def run_study(
+    study: Study[ConfigT],
+    configs: Sequence[ConfigT],
+    out_dir: Path,
+    max_runs: int | None = None,
+    announce: Callable[[str], None] = print,
+) -> StudyProgress:
+    """
+    Train the unfinished runs of ``configs`` in plan order, one at a time in this process with one torch thread
+    (parallel processes each take a shard of the plan, ``shard_plan``).
+
+    :param study: the study
+    :param configs: the plan
+    :param out_dir: the study's folder
+    :param max_runs: train at most this many runs, then stop (None: all)
+    :param announce: called with a line as each run starts and ends
+    :return: the runs trained and those still pending
+    :raises ValueError: ``max_runs`` is not a positive integer, a run appears twice in the plan, or a run's folder
+        holds another config
+    """
+    if max_runs is not None and (isinstance(max_runs, bool) or int(max_runs) != max_runs or max_runs < 1):
+        raise ValueError(f"max_runs must be a positive integer or None, got {max_runs!r}")
+    names = [config.run_name for config in configs]
+    if len(set(names)) != len(names):
+        raise ValueError(f"each run may appear once in the plan, got {names}")
+    from comparison.experiment import configure_torch_threads  # not at load: it brings torch
+
+    configure_torch_threads(1)
+    progress = StudyProgress()
+    for config in pending(study, configs, out_dir)[:max_runs]:
+        announce(f"run {config.run_name}: training")
+        started = time.monotonic()
+        study.train(config, run_dir(out_dir, config))
+        announce(f"run {config.run_name}: done in {time.monotonic() - started:.0f} s")
+        progress.trained.append(config.run_name)
+    progress.pending = [config.run_name for config in pending(study, configs, out_dir)]
+    return progress
+
+
+def positive_integer(text: str) -> int:
+    """An argparse type: an integer >= 1 (its error names the value; argparse adds the option)."""
+    return _integer_at_least(text, 1)
+
+
+def natural_number(text: str) -> int:
+    """An argparse type: an integer >= 0 (its error names the value; argparse adds the option)."""
+    return _integer_at_least(text, 0)
+
+
+def _integer_at_least(text: str, minimum: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {text!r}") from None
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {text!r}")
+    return value
+
+
+def study_parser(study: Study[Any]) -> argparse.ArgumentParser:
+    """The command line of ``study``: the common actions and options, then the study's own."""
+    parser = argparse.ArgumentParser(
+        prog=f"scripts/{study.name}_study.py",
+        description=f"The {study.name} study, resumable: run trains the unfinished runs of the plan (one at a time, "
+        "each resuming from its checkpoint if it has one) and writes the report; report only writes it; pending prints "
+        "how many runs are unfinished.",
+        allow_abbrev=False,
+    )
+    parser.add_argument("action", choices=ACTIONS)
+    parser.add_argument("--seeds", type=positive_integer, default=5, help="how many seeds: FIRST .. FIRST + N - 1")
+    parser.add_argument("--first-seed", type=natural_number, default=0, help="the first seed (default 0)")
+    parser.add_argument("--max-runs", type=positive_integer, default=None, help="train at most this many runs")
+    parser.add_argument(
+        "--shard",
+        nargs=2,
+        type=natural_number,
+        default=(0, 1),
+        metavar=("INDEX", "COUNT"),
+        help="train (and count) only every COUNT-th run of the plan from its INDEX-th (0-based)",
+    )
+    parser.add_argument("--out", type=Path, default=RESULTS_DIR / study.name, help="the study's folder")
+    study.add_arguments(parser)
+    return parser
+
+
+def study_option_tokens(args: argparse.Namespace) -> list[str]:
+    """The study's own options in ``args``, spelt as arguments (``--name value ...``; a None value left out)."""
+    tokens: list[str] = []
+    for name, value in vars(args).items():
+        if name in COMMON_OPTIONS or value is None or value is False:
+            continue
+        flag = "--" + name.replace("_", "-")
+        if value is True:
+            tokens.append(flag)
+        elif isinstance(value, list | tuple):
+            tokens += [flag, *map(str, value)]
+        else:
+            tokens += [flag, str(value)]
+    return tokens
+
+
+def run_command(study: Study[Any], args: argparse.Namespace) -> str:
+    """The command that runs the whole plan of ``args`` (no shard, no limit on the runs), as the report quotes it."""
+    return shlex.join(
+        [
+            *("python", f"scripts/{study.name}_study.py", "run", "--seeds", str(args.seeds)),
+            *(("--first-seed", str(args.first_seed)) if args.first_seed else ()),
+            *("--out", str(args.out), *study_option_tokens(args)),
+        ]
+    )
+
+
+def study_main(study: Study[Any], argv: Sequence[str] | None = None) -> int:
+    """
+    Command line of ``scripts/<name>_study.py``: ``run`` trains the unfinished runs of the plan (in order, one at a
+    time) and writes the report; ``report`` only writes it; ``pending`` prints how many runs are unfinished.
+    ``--shard INDEX COUNT`` gives ``run`` and ``pending`` every COUNT-th run of the plan from its INDEX-th (0-based),
+    so that COUNT processes, one per core, given the same plan (every other argument the same) share it without
+    training a run twice; the report always covers the whole plan. Bad values are argparse errors (exit status 2)
+    that name the option and the value, before anything is read or trained.
+
+    :param study: the study
+    :param argv: arguments (``sys.argv[1:]`` when None)
+    :return: the exit status
+    """
+    parser = study_parser(study)
+    args = parser.parse_args(argv)
+    try:
+        check_shard(*args.shard)
+    except ValueError as error:
+        parser.error(f"--shard INDEX COUNT: {error}")
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    try:
+        configs = study.plan(seeds, **study.plan_options(args))
+    except ValueError as error:
+        parser.error(str(error))
+    shard = shard_plan(configs, *args.shard)
+    if args.action == "pending":
+        print(len(pending(study, shard, args.out)))
+        return 0
+    if args.action == "run":
+        progress = run_study(study, shard, args.out, max_runs=args.max_runs)
+        print(f"trained {len(progress.trained)} run(s); {len(progress.pending)} pending", flush=True)
+    print(f"report: {study.report(configs, args.out, run_command(study, args))}")
+    return 0
