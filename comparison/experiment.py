@@ -183,6 +183,13 @@ VARIANTS: dict[str, ReplayVariant] = {
         scheme=lambda c: ExpectedReLo(signal="expected_root"),
         buffer_options=_relo_buffer,
     ),
+    # ReLo's own priority times the share of the TD error's second moment that its mean explains (a regressor of both)
+    "signal_share_relo": ReplayVariant(
+        PrioritizedReplayBuffer,
+        RELO_FIELDS,
+        scheme=lambda c: ExpectedReLo(signal="signal_share"),
+        buffer_options=_relo_buffer,
+    ),
     # The same with ReLo's own priority times the share of the TD error that its expectation explains
     "gated_relo": ReplayVariant(
         PrioritizedReplayBuffer,

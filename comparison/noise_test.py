@@ -87,6 +87,7 @@ VARIANTS: dict[str, NoiseVariant] = {
     "expected_relo": NoiseVariant(SAC, ExpectedReLo),
     "gated_relo": NoiseVariant(SAC, lambda: ExpectedReLo(signal="gated")),
     "expected_relo_root": NoiseVariant(SAC, lambda: ExpectedReLo(signal="expected_root")),
+    "signal_share_relo": NoiseVariant(SAC, lambda: ExpectedReLo(signal="signal_share")),
     "tqc": NoiseVariant(TQC),
     "tqc_per": NoiseVariant(TQC, PER),
     "tqc_uper": NoiseVariant(TQC, UPER),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import torch as th
 
@@ -13,7 +13,7 @@ from sb3_per.schemes.expected_td import ExpectedTD, TDErrorRegressor, signed_td_
 from sb3_per.schemes.relo import ReLo, reducible_loss
 
 #: How ExpectedReLo makes its priority of the reducible loss and the expected TD error (see ``ExpectedReLo``)
-EXPECTED_RELO_SIGNALS = ("expected", "expected_root", "gated")
+EXPECTED_RELO_SIGNALS = ("expected", "expected_root", "gated", "signal_share")
 
 
 def expected_reducible_loss(step: CriticStep, critics: Critics, expected_td_errors: th.Tensor) -> th.Tensor:
@@ -36,6 +36,20 @@ def expected_reducible_loss(step: CriticStep, critics: Critics, expected_td_erro
         target_q_values = critics.target_q_values(step.batch)
         target = critics.elementwise_critic_loss(target_q_values, expected_targets).mean(dim=1)
         return th.relu(online - target)
+
+
+def signal_share(moments: th.Tensor) -> th.Tensor:
+    """
+    The share of a transition's TD-error second moment that its mean explains: ``h ** 2 / E[delta ** 2 | s, a]``,
+    clipped to [0, 1] (1 where both are 0), from a regressor's estimates of the first two moments.
+
+    :param moments: ``(h, E[delta ** 2 | s, a])`` per transition, shape (batch_size, 2)
+    :return: shape (batch_size,)
+    """
+    squared_mean = moments[:, 0].square()
+    second_moment = th.maximum(moments[:, 1], squared_mean)  # an estimate below h ** 2 is a regression error
+    share = squared_mean / th.where(second_moment > 0, second_moment, th.ones_like(second_moment))
+    return th.where(second_moment > 0, share, th.ones_like(share))
 
 
 def learnable_share(td_errors: th.Tensor, expected_td_errors: th.Tensor) -> th.Tensor:
@@ -69,13 +83,17 @@ class ExpectedReLo(ExpectedTD):
       ** 2) = 0``;
     - ``"expected_root"``: the square root of ``"expected"``, on the scale of a TD error rather than a squared one, so
       that ``alpha`` weighs it as PER weighs ``|delta|``;
+    - ``"signal_share"``: ReLo's own ``relu(L_on - L_tgt)`` times ``signal_share``, ``h ** 2 / E[delta ** 2 | s, a]``,
+      the share of the transition's TD-error second moment that is signal, both moments from the regressor (which
+      then has a second output for ``E[delta ** 2 | s, a]``): about 1 where the target is deterministic, about 0
+      where the error is noise alone;
     - ``"gated"``: ReLo's own ``relu(L_on - L_tgt)`` times ``learnable_share``, ``min(1, |h| / |delta|)``, the part
       of the sampled TD error that its expectation explains.
 
     The buffer stores ``(priority + epsilon) ** alpha``; new transitions enter at the largest priority seen so far.
     Logs ``PER``'s keys.
 
-    :param signal: ``"expected"``, ``"expected_root"`` or ``"gated"`` (above)
+    :param signal: ``"expected"``, ``"expected_root"``, ``"signal_share"`` or ``"gated"`` (above)
     :param hidden_sizes: the regressor's hidden layers (default (64, 64))
     :param learning_rate: its Adam learning rate (default 1e-3)
     :param weight_decay: its Adam L2 penalty (default 0: none)
@@ -93,13 +111,27 @@ class ExpectedReLo(ExpectedTD):
         super().__post_init__()
         checked_choice("signal", self.signal, EXPECTED_RELO_SIGNALS)
 
+    def make_state(self, algorithm: Any) -> TDErrorRegressor:
+        return TDErrorRegressor(
+            algorithm.observation_space,
+            algorithm.action_space,
+            self.hidden_sizes,
+            self.learning_rate,
+            self.weight_decay,
+            algorithm.device,
+            moments=2 if self.signal == "signal_share" else 1,
+        )
+
     def priorities(self, step: CriticStep, td_errors: th.Tensor, critics: Critics) -> th.Tensor:
         regressor: TDErrorRegressor = critics.replay_scheme_state
         batch = step.batch
         sampled = signed_td_errors(step)
         regressor.fit_step(batch.observations, batch.actions, sampled)
         with th.no_grad():
-            expected = regressor(batch.observations, batch.actions)
+            estimates = regressor(batch.observations, batch.actions)
+        if self.signal == "signal_share":
+            return reducible_loss(step, critics) * signal_share(estimates)
+        expected = estimates[:, :1]
         if self.signal == "expected":
             return expected_reducible_loss(step, critics, expected)
         if self.signal == "expected_root":

@@ -60,6 +60,8 @@ class TDErrorRegressor(SchemeState):
     :param learning_rate: Adam's learning rate
     :param weight_decay: Adam's L2 penalty
     :param device: where it lives (the model's device)
+    :param moments: how many moments of the TD error it estimates (default 1: ``h`` alone; 2: also
+        ``E[delta ** 2 | s, a]``, from which the TD error's variance)
     """
 
     def __init__(
@@ -70,6 +72,7 @@ class TDErrorRegressor(SchemeState):
         learning_rate: float,
         weight_decay: float,
         device: th.device,
+        moments: int = 1,
     ) -> None:
         super().__init__()
         if isinstance(observation_space, spaces.Dict):
@@ -78,7 +81,8 @@ class TDErrorRegressor(SchemeState):
             raise ValueError(f"ExpectedTD's regressor takes a Box or Discrete action, got {action_space}")
         self.observation_space = observation_space
         self.action_space = action_space
-        self.settings = (tuple(hidden_sizes), float(learning_rate), float(weight_decay))
+        self.moments = checked_positive_integer("moments", moments)
+        self.settings = (tuple(hidden_sizes), float(learning_rate), float(weight_decay), self.moments)
         action_size = (
             int(action_space.n) if isinstance(action_space, spaces.Discrete) else get_flattened_obs_dim(action_space)
         )
@@ -86,7 +90,7 @@ class TDErrorRegressor(SchemeState):
         layers: list[nn.Module] = []
         for size_in, size_out in itertools.pairwise(sizes):
             layers += [nn.Linear(size_in, size_out), nn.ReLU()]
-        self.net = nn.Sequential(*layers, nn.Linear(sizes[-1], 1)).to(device)
+        self.net = nn.Sequential(*layers, nn.Linear(sizes[-1], self.moments)).to(device)
         self.optimizer = th.optim.Adam(self.parameters(), lr=learning_rate, weight_decay=weight_decay)
 
     def checkpoint(self) -> dict[str, Any]:
@@ -105,15 +109,20 @@ class TDErrorRegressor(SchemeState):
         return True
 
     def forward(self, observations: th.Tensor, actions: th.Tensor) -> th.Tensor:
-        """``h(s, a)``, shape (batch_size, 1)."""
+        """``h(s, a)``, shape (batch_size, 1); with ``moments=m``, the estimates of ``E[delta ** k | s, a]``, k = 1..m,
+        shape (batch_size, m)."""
         features = cast(th.Tensor, preprocess_obs(observations, self.observation_space)).flatten(start_dim=1)
         if isinstance(self.action_space, spaces.Discrete):
             actions = F.one_hot(actions.long().flatten(), int(self.action_space.n)).float()
         return self.net(th.cat([features, actions.flatten(start_dim=1).float()], dim=1))
 
     def fit_step(self, observations: th.Tensor, actions: th.Tensor, td_errors: th.Tensor) -> float:
-        """One Adam step on ``mean((h(s, a) - td_error) ** 2)`` over the batch; returns that loss."""
-        loss = F.mse_loss(self(observations, actions), td_errors)
+        """One Adam step on ``mean((h(s, a) - td_error) ** 2)`` over the batch (with ``moments=m``, the mean over the
+        m columns of their squared errors to ``td_error ** k``); returns that loss."""
+        targets = td_errors
+        if self.moments > 1:
+            targets = th.cat([td_errors**power for power in range(1, self.moments + 1)], dim=1)
+        loss = F.mse_loss(self(observations, actions), targets)
         self.optimizer.zero_grad()
         loss.backward()
         self.optimizer.step()

@@ -15,7 +15,7 @@ import torch as th
 
 from sb3_per import DQN, SAC, TQC, ExpectedReLo, PrioritizedReplayBuffer, ReLo
 from sb3_per.schemes.base import CriticStep
-from sb3_per.schemes.expected_relo import expected_reducible_loss, learnable_share
+from sb3_per.schemes.expected_relo import expected_reducible_loss, learnable_share, signal_share
 from sb3_per.schemes.relo import reducible_loss
 
 
@@ -98,6 +98,48 @@ def test_learnable_share_by_hand():
     assert th.allclose(learnable_share(td, h), th.tensor([0.5, 0.25, 1.0, 1.0, 0.0]))
 
 
+def test_signal_share_by_hand():
+    moments = th.tensor([[1.0, 4.0], [-2.0, 4.0], [0.5, 0.0], [0.0, 0.0], [0.0, 2.0]])
+    # 1/4; 4/4; an estimate below h ** 2 counts as h ** 2: 1; nothing at all: 1; pure noise: 0
+    assert th.allclose(signal_share(moments), th.tensor([0.25, 1.0, 1.0, 1.0, 0.0]))
+
+
+def test_the_signal_share_regressor_learns_the_second_moment_where_the_error_is_noise(trained_two_moments):
+    """On FixedSignal-like batches: where the TD error is N(0, 2^2) the share is near 0, where it is 1, near 1."""
+    regressor, observations, actions, noisy = trained_two_moments
+    with th.no_grad():
+        share = signal_share(regressor(observations, actions))
+    assert share[noisy].mean() < 0.15 and share[~noisy].mean() > 0.7
+
+
+@pytest.fixture(scope="module")
+def trained_two_moments():
+    n_threads = th.get_num_threads()
+    th.set_num_threads(1)
+    th.manual_seed(0)
+    scheme = ExpectedReLo(signal="signal_share", hidden_sizes=(32, 32), learning_rate=3e-3)
+    space = SimpleNamespace(observation_space=gym_box(2), action_space=gym_box(1), device=th.device("cpu"))
+    regressor = scheme.make_state(space)
+    assert regressor.moments == 2
+    generator = th.Generator().manual_seed(1)
+    for _ in range(800):
+        observations, actions = th.rand(64, 2, generator=generator) * 2 - 1, th.rand(64, 1, generator=generator) * 2 - 1
+        noisy = observations[:, :1] < 0
+        td = th.where(noisy, 2.0 * th.randn(64, 1, generator=generator), th.ones(64, 1))
+        regressor.fit_step(observations, actions, td)
+    th.set_num_threads(n_threads)
+    observations, actions = th.rand(2000, 2, generator=generator) * 2 - 1, th.rand(2000, 1, generator=generator) * 2 - 1
+    away = observations[:, 0].abs() > 0.2
+    observations, actions = observations[away], actions[away]
+    return regressor, observations, actions, (observations[:, 0] < 0)
+
+
+def gym_box(size: int):
+    from gymnasium import spaces
+
+    return spaces.Box(-1, 1, (size,))
+
+
 def sac(signal: str = "expected") -> SAC:
     model = SAC(
         "MlpPolicy",
@@ -119,7 +161,7 @@ def sac(signal: str = "expected") -> SAC:
     return model
 
 
-@pytest.mark.parametrize("signal", ["expected", "expected_root", "gated"])
+@pytest.mark.parametrize("signal", ["expected", "expected_root", "gated", "signal_share"])
 def test_a_sac_training_call_writes_the_signal_of_the_fitted_regressor(record_calls, priorities, signal):
     model = sac(signal)
     buffer = model.replay_buffer
@@ -136,7 +178,7 @@ def test_a_sac_training_call_writes_the_signal_of_the_fitted_regressor(record_ca
         target_q = target_before(batch.observations, batch.actions)
         mean_q = (online_q[0] + online_q[1]) / 2
         if signal.startswith("expected"):
-            y_hat = mean_q + h
+            y_hat = mean_q + h[:, :1]
             online = sum((q - y_hat) ** 2 for q in online_q) / 2
             target = sum((q - y_hat) ** 2 for q in target_q) / 2
             expected = (online - target).clamp(min=0).flatten()
@@ -145,7 +187,10 @@ def test_a_sac_training_call_writes_the_signal_of_the_fitted_regressor(record_ca
         else:
             online = sum((q - y) ** 2 for q in online_q) / 2
             target = sum((q - y) ** 2 for q in target_q) / 2
-            share = (h.abs() / (y - mean_q).abs()).clamp(max=1)
+            if signal == "gated":
+                share = (h.abs() / (y - mean_q).abs()).clamp(max=1)
+            else:  # h ** 2 over the estimated second moment, at least h ** 2
+                share = h[:, :1] ** 2 / th.maximum(h[:, 1:], h[:, :1] ** 2)
             expected = ((online - target).clamp(min=0) * share).flatten()
     expected = expected.numpy().astype(np.float64)
     assert (expected > 1e-4).any()
@@ -188,7 +233,7 @@ def test_it_trains_dqn_and_tqc_and_writes_priorities(algorithm):
 
 def test_a_bad_signal_raises_value_error_naming_it():
     with pytest.raises(
-        ValueError, match=r"signal must be one of \('expected', 'expected_root', 'gated'\), got 'noisy'"
+        ValueError, match=r"signal must be one of \('expected', 'expected_root', 'gated', 'signal_share'\), got 'noisy'"
     ):
         ExpectedReLo(signal="noisy")
 

@@ -87,7 +87,7 @@ def test_switching_away_from_expected_td_or_to_other_settings_drops_its_regresso
     with pytest.warns(UserWarning, match=r"saved model's TDErrorRegressor .* cannot be continued by .*PER\(.*dropped"):
         to_per = SAC.load(saved["expected_td"], replay_scheme=PER())
     assert to_per.replay_scheme_state is None
-    with pytest.warns(UserWarning, match=r"\(\(8,\), 0.001, 0.0\).* starts anew"):
+    with pytest.warns(UserWarning, match=r"\(\(8,\), 0.001, 0.0, 1\).* starts anew"):
         resized = SAC.load(saved["expected_td"], replay_scheme=ExpectedTD(hidden_sizes=(16,)))
     assert next(p.shape[0] for p in resized.replay_scheme_state.parameters()) == 16
 
