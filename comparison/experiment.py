@@ -57,7 +57,7 @@ from sb3_per import (
     ReLo,
     TaggedReplayBuffer,
 )
-from sb3_per.buffers import DEFAULT_WEIGHT_NORMALIZATION, check_fading_weights, check_per_parameters
+from sb3_per.buffers import check_fading_weights, check_per_parameters
 from sb3_per.checks import is_sampling_weight
 from sb3_per.fading import check_priority_half_life
 from sb3_per.schemes import ReplayScheme
@@ -420,16 +420,9 @@ class RunConfig:
         The buffer's own check of a faded variant's settings (``check_fading_weights``), on the kwargs the run will
         pass it, so that a half-life the buffer would refuse is refused with the config, not in every run.
         """
-        kwargs = {"weight_normalization": DEFAULT_WEIGHT_NORMALIZATION, **self.replay_kwargs()}
+        kwargs = self.replay_kwargs()
         try:
-            check_fading_weights(
-                kwargs["alpha"],
-                kwargs["epsilon"],
-                kwargs["priority_half_life"],
-                self.buffer_size,
-                kwargs["weight_normalization"],
-                max(kwargs["beta_start"], kwargs["beta_end"]),
-            )
+            check_fading_weights(kwargs["alpha"], kwargs["epsilon"], kwargs["priority_half_life"], self.buffer_size)
         except ValueError as error:
             raise ValueError(
                 f"half_life={self.half_life!r} is too short for the {self.variant} variant's buffer of "

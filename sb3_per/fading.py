@@ -69,7 +69,7 @@ class FadingClock:
         """The largest ``exponent`` a write can see: the rescale bound plus one ``add``'s step."""
         return FADE_RESCALE_DOUBLINGS + 1.0 / self.half_life
 
-    def stored(self, priorities: np.ndarray) -> np.ndarray:
+    def stored(self, priorities: np.ndarray | float) -> np.ndarray | float:
         """What the store keeps for priorities written now: scaled up by the clock."""
         return priorities * 2.0**self.exponent
 

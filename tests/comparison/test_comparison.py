@@ -214,6 +214,7 @@ def test_each_variant_builds_the_algorithm_and_buffer_of_its_paper(
         "uniform",
         *("per", "rank", "lap", "pal", "la3p", "faded"),
         *("relo", "expected_td", "tqc", "tqc_uper"),
+        *("expected_relo", "expected_relo_root", "gated_relo", "signal_share_relo"),
         *("per_no_is", "regime_weighted", "per_critic_only", "per_reward_priority", "per_reward_floor"),
         "relo_online_loss",
     }
@@ -308,7 +309,7 @@ def test_a_finished_run_with_other_settings_is_refused(tmp_path):
         (["--variants", "per", "per"], "--variants lists"),
         (["--seeds", "0", "1000000"], "--seeds: seed=1000000 is one of the evaluation episodes"),
         (["--seeds", "-1"], "--seeds: seed and eval_seed must be >= 0"),
-        (["--variants", "faded", "--half-life", "2500"], "variant faded: half_life=2500.0 is too short"),
+        (["--variants", "faded", "--half-life", "1000"], "variant faded: priority_half_life=1000.0 is below buffer_size"),
     ],
 )
 def test_compare_cli_rejects_bad_runs_with_a_usage_error(argv, message, capsys, tmp_path):
@@ -482,10 +483,16 @@ def test_the_config_refuses_a_faded_half_life_exactly_when_the_buffer_would(half
 
 
 def test_a_faded_half_life_the_buffer_would_refuse_is_refused_by_the_config():
-    # 1,000,000 / 2,500 = 400 halvings: the IS weights would underflow to 0 (the buffer's check_fading_weights)
-    with pytest.raises(ValueError, match=r"half_life=2500\.0 is too short .*priority_half_life=2500\.0"):
-        RunConfig(variant="faded", half_life=2_500.0)
-    RunConfig(variant="per", half_life=2_500.0)  # a variant without fading ignores it
+    # 1,000,000 / 1,000 = 1,000 halvings, past what the sum tree holds exactly (the buffer's check)
+    with pytest.raises(ValueError, match=r"priority_half_life=1000\.0 is below buffer_size / 512"):
+        RunConfig(variant="faded", half_life=1_000.0)
+    RunConfig(variant="per", half_life=1_000.0)  # a variant without fading ignores it
+    # 400 halvings: the buffer-normalized IS weights have a floor (the buffer's faded_weights_floored), so accepted
+    assert RunConfig(variant="faded", half_life=2_500.0).replay_kwargs()["priority_half_life"] == 2_500.0
+    # epsilon ** alpha = 1e-160: * 2 ** -400 (4e-281) is a normal float64, * 2 ** -500 (3e-311) is not: refused
+    RunConfig(variant="faded", half_life=2_500.0, epsilon=1e-160, alpha=1.0, beta_start=0.0, beta_end=0.0)
+    with pytest.raises(ValueError, match=r"half_life=2000\.0 is too short .*below float64's normal range"):
+        RunConfig(variant="faded", half_life=2_000.0, epsilon=1e-160, alpha=1.0, beta_start=0.0, beta_end=0.0)
 
 
 def test_a_setting_one_variant_ignores_does_not_unfinish_its_runs():

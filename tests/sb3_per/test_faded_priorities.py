@@ -9,7 +9,10 @@ from gymnasium import spaces
 from scipy import stats
 from stable_baselines3.common.utils import set_random_seed
 
+import sb3_per
 from sb3_per import PrioritizedDictReplayBuffer, PrioritizedReplayBuffer, SumTree
+from sb3_per import buffers as buffers_module
+from sb3_per.buffers import SMALLEST_FADED_WEIGHT_FACTOR
 from sb3_per.fading import FADE_RESCALE_DOUBLINGS
 
 OBS_SPACE = spaces.Box(-np.inf, np.inf, (3,), np.float32)
@@ -204,34 +207,82 @@ def test_bad_half_lives_are_refused(half_life, kwargs, message):
         )
 
 
-@pytest.mark.parametrize("buffer_class", [PrioritizedReplayBuffer, PrioritizedDictReplayBuffer])
-def test_a_half_life_whose_buffer_normalized_weights_would_underflow_float32_is_refused(buffer_class):
-    # 1000 slots at half-life 5: the oldest transition fades by up to 2 ** -200 before it is overwritten. Divided by
-    # its weight, a fresh sample's is about (epsilon ** alpha * 2 ** -200) ** beta, 1e-64 at beta 1: 0 in float32.
-    space = spaces.Dict({"a": OBS_SPACE}) if buffer_class is PrioritizedDictReplayBuffer else OBS_SPACE
-    settings = dict(priority_half_life=5.0, epsilon=1e-6, alpha=0.6, beta_start=0.4, beta_end=1.0)
-    with pytest.raises(ValueError, match=r"priority_half_life=5.0 with weight_normalization='buffer'.*'batch'"):
-        buffer_class(1000, space, ACTION_SPACE, weight_normalization="buffer", **settings)
-    # "batch" divides by the batch's own largest weight, which fading does not shrink
-    buffer_class(1000, space, ACTION_SPACE, weight_normalization="batch", **settings)
-
-
-def test_the_weights_of_an_accepted_faded_buffer_stay_above_zero_at_the_oldest_fade():
-    # 200 slots at half-life 2: up to 2 ** -100, inside float32's range, so "buffer" is accepted
+def deeply_faded_buffer(**kwargs) -> PrioritizedReplayBuffer:
+    """200 slots at half-life 2 (up to 2 ** -100 of fading), the oldest at the smallest priority, the rest fresh."""
     buffer = PrioritizedReplayBuffer(
-        200, OBS_SPACE, ACTION_SPACE, device="cpu", priority_half_life=2.0, beta_start=1.0, beta_end=1.0
+        200, OBS_SPACE, ACTION_SPACE, device="cpu", priority_half_life=2.0, beta_start=1.0, beta_end=1.0, **kwargs
     )
     obs = np.zeros((1, 3), dtype=np.float32)
     buffer.add(obs, obs, np.zeros((1, 1)), np.zeros(1), np.zeros(1), [{}])
     buffer.update_priorities(np.array([0]), np.array([0.0]))  # the smallest priority there is, epsilon ** alpha
     for _ in range(199):  # it ages until it is the next to be overwritten; the rest enter at max_priority
         buffer.add(obs, obs, np.zeros((1, 1)), np.zeros(1), np.zeros(1), [{}])
+    return buffer
+
+
+def test_deep_fading_floors_the_weights_of_the_largest_priorities_at_the_smallest_trainable_weight():
+    buffer = deeply_faded_buffer()
     oldest = buffer.priorities_at(np.array([0]))[0]
     assert oldest == pytest.approx(1e-6**0.6 * 2.0 ** (-199 / 2), rel=1e-9)
     set_random_seed(0)
-    weights = buffer.sample(64).weights.numpy()
-    assert weights.min() > 0.0
-    assert weights.max() < 1e-20  # the fresh samples' weights are as small as the check allows for: near the limit
+    batch = buffer.sample(64)
+    # Divided by the weight that leaves a transition of max_priority at the floor, clipped at 1; without the floor the
+    # freshest sample's weight would be (oldest / max_priority) ** beta, about 1e-32.
+    effective = buffer.priorities_at(batch.indices)
+    expected = np.minimum((effective / (buffer.max_priority * SMALLEST_FADED_WEIGHT_FACTOR)) ** -1.0, 1.0)
+    np.testing.assert_allclose(batch.weights.numpy().ravel(), expected, rtol=1e-5)
+    assert batch.weights.min() == pytest.approx(SMALLEST_FADED_WEIGHT_FACTOR, rel=1e-5)  # the newest transition's
+    assert 199 in batch.indices
+
+
+def test_shallow_fading_leaves_the_buffer_normalized_weights_as_they_were(monkeypatch):
+    buffer = deeply_faded_buffer()
+    monkeypatch.setattr(buffers_module, "SMALLEST_FADED_WEIGHT_FACTOR", 1e-40)  # a floor below these weights
+    set_random_seed(0)
+    batch = buffer.sample(64)
+    probabilities = buffer.priorities_at(batch.indices)
+    expected = (probabilities / buffer.priorities_at(np.arange(200)).min()) ** -1.0
+    np.testing.assert_allclose(batch.weights.numpy().ravel(), expected, rtol=1e-6)
+
+
+def critic_change_over_100_steps(doublings: float) -> float:
+    """The largest change of a SAC critic's parameters over 100 training steps on a buffer of 600 slots filled twice
+    with priority_half_life = 600 / doublings, weight_normalization="buffer", beta 1."""
+    n_threads = th.get_num_threads()
+    th.set_num_threads(1)
+    model = sb3_per.SAC(
+        "MlpPolicy",
+        "Pendulum-v1",
+        buffer_size=600,
+        learning_starts=600,
+        batch_size=64,
+        policy_kwargs={"net_arch": [32, 32]},
+        seed=0,
+        replay_buffer_class=PrioritizedReplayBuffer,
+        replay_buffer_kwargs={
+            "priority_half_life": 600 / doublings,
+            "weight_normalization": "buffer",
+            "beta_anneal_steps": "auto",
+        },
+    )
+    model.learn(1200)  # beta_anneal_steps="auto": beta is 1 at the end
+    before = [parameter.detach().clone() for parameter in model.critic.parameters()]
+    for _ in range(100):
+        model.train(1, 64)
+    th.set_num_threads(n_threads)
+    return max(
+        float((old - new.detach()).abs().max()) for old, new in zip(before, model.critic.parameters(), strict=True)
+    )
+
+
+@pytest.mark.slow
+def test_the_critic_keeps_learning_however_deep_the_fading(monkeypatch):
+    """Measured by the critic's change, not by the weights: 50 half-lives per buffer with "buffer" normalization
+    trains the critic about as much as no fading does; without the floor it does not train it at all."""
+    unfaded = critic_change_over_100_steps(1e-3)
+    assert critic_change_over_100_steps(50.0) > 0.3 * unfaded
+    monkeypatch.setattr(buffers_module, "SMALLEST_FADED_WEIGHT_FACTOR", 0.0)
+    assert critic_change_over_100_steps(50.0) < 1e-3 * unfaded
 
 
 def test_a_half_life_that_would_fade_the_smallest_priority_below_float64_is_refused():
