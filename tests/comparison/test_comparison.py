@@ -309,7 +309,7 @@ def test_a_finished_run_with_other_settings_is_refused(tmp_path):
         (["--variants", "per", "per"], "--variants lists"),
         (["--seeds", "0", "1000000"], "--seeds: seed=1000000 is one of the evaluation episodes"),
         (["--seeds", "-1"], "--seeds: seed and eval_seed must be >= 0"),
-        (["--variants", "faded", "--half-life", "1000"], "variant faded: priority_half_life=1000.0 is below buffer_size"),
+        (["--variants", "faded", "--half-life", "1000"], "faded: priority_half_life=1000.0 is below"),
     ],
 )
 def test_compare_cli_rejects_bad_runs_with_a_usage_error(argv, message, capsys, tmp_path):
