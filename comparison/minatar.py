@@ -75,6 +75,7 @@ from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from stable_baselines3.common.vec_env import VecEnv
 
 from comparison.experiment import write_csv_atomically, write_text_atomically
+from comparison.study import holds_config
 from sb3_per import DQN, PER, ExpectedReLo, PrioritizedReplayBuffer, ReLo
 
 
@@ -557,6 +558,8 @@ def check_returns(rows: pd.DataFrame, config: MinAtarConfig, source: Path | str)
         raise ValueError(f"{source} holds rows of {labels}, expected {config.run_name}")
     if not np.isfinite(rows["train_return_ema"].to_numpy(dtype=float)).all():
         raise ValueError(f"{source} has a missing or infinite train_return_ema")
+    if config.eval_episodes and not np.isfinite(rows["eval_return_mean"].to_numpy(dtype=float)).all():
+        raise ValueError(f"{source} has a missing or infinite eval_return_mean")
     if (rows["eval_episodes"] != config.eval_episodes).any():
         raise ValueError(f"{source} has rows without {config.eval_episodes} evaluation episodes")
 
@@ -574,17 +577,8 @@ def finished_returns(out_dir: Path, config: MinAtarConfig) -> pd.DataFrame | Non
     :raises ValueError: the directory holds that run with other settings (delete it, or use another ``out_dir``)
     """
     directory = run_dir(out_dir, config)
-    config_path = directory / CONFIG_FILE
-    if not config_path.exists():
+    if not holds_config(config, directory):
         return None
-    try:
-        stored = MinAtarConfig.from_json(config_path.read_text())
-    except ValueError:
-        stored = None
-    if stored != config:
-        raise ValueError(
-            f"{config_path} was written with other settings than this study's: delete it or use another out_dir"
-        )
     try:
         rows = pd.read_csv(directory / RETURNS_FILE)
         check_returns(rows, config, directory / RETURNS_FILE)

@@ -136,12 +136,14 @@ def holds_config(config: StudyConfig, directory: Path) -> bool:
         return False
     try:
         stored = type(config).from_json(path.read_text())
-    except ValueError:
-        stored = None
+    except ValueError as error:
+        raise ValueError(
+            f"{path} is no config of this study ({error}): delete its folder or use another output folder"
+        ) from None
     if stored != config:
         raise ValueError(
-            f"{path} holds another config than the run {config.run_name}'s of this plan: delete its folder or use "
-            "another output folder"
+            f"{path} holds a config with other settings than the run {config.run_name}'s of this plan: delete its "
+            "folder or use another output folder"
         )
     return True
 

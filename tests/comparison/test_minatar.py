@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -270,6 +271,27 @@ def test_a_run_written_with_other_settings_raises_rather_than_mixing(tiny_study:
         finished_returns(tmp_path, config)
     with pytest.raises(ValueError, match="other settings"):
         run_study([config], tmp_path, announce=lambda line: None)
+
+
+@pytest.mark.parametrize("text", ["{not json", '{"game": "breakout", "colour": "red"}', "[]"])
+def test_a_garbage_or_unknown_key_config_is_named_as_such_not_as_other_settings(tmp_path: Path, text: str) -> None:
+    config = tiny_plan()[0]
+    directory = run_dir(tmp_path, config)
+    directory.mkdir(parents=True)
+    (directory / CONFIG_FILE).write_text(text)
+    with pytest.raises(ValueError, match=r"config\.json is no config of this study \(not a MinAtarConfig: "):
+        finished_returns(tmp_path, config)
+
+
+def test_a_run_whose_evaluations_hold_nan_is_not_finished(tiny_study: Path, tmp_path: Path) -> None:
+    config = tiny_plan()[0]
+    source, target = run_dir(tiny_study, config), run_dir(tmp_path, config)
+    shutil.copytree(source, target)
+    assert finished_returns(tmp_path, config) is not None
+    rows = pd.read_csv(target / RETURNS_FILE)
+    rows.loc[len(rows) - 1, "eval_return_mean"] = float("nan")
+    rows.to_csv(target / RETURNS_FILE, index=False)
+    assert finished_returns(tmp_path, config) is None  # redone by the next run, never reported
 
 
 def test_the_config_round_trips_through_json_and_rejects_bad_values() -> None:

@@ -196,9 +196,9 @@ def test_finished_needs_the_whole_file_and_refuses_another_config(tmp_path: Path
     (directory / EVALUATIONS_FILE).unlink()
     assert not study.finished(config, directory)
     other = MuJoCoConfig(**{**TINY, "eval_episodes": 2})
-    with pytest.raises(ValueError, match=f"{directory / CONFIG_FILE} holds another config"):
+    with pytest.raises(ValueError, match=f"{directory / CONFIG_FILE} holds a config with other settings"):
         study.finished(other, directory)
-    with pytest.raises(ValueError, match=f"{directory / CONFIG_FILE} holds another config"):
+    with pytest.raises(ValueError, match=f"{directory / CONFIG_FILE} holds a config with other settings"):
         study.train(other, directory)
     assert (directory / CONFIG_FILE).read_text() == config.to_json()
 

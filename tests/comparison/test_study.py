@@ -137,10 +137,10 @@ def test_a_run_folder_of_another_config_raises_naming_its_file(tmp_path: Path):
     directory = run_dir(tmp_path, config)
     directory.mkdir(parents=True)
     (directory / CONFIG_FILE).write_text(FakeConfig(0, "a", rows=5).to_json())
-    with pytest.raises(ValueError, match=f"{directory / CONFIG_FILE} holds another config"):
+    with pytest.raises(ValueError, match=f"{directory / CONFIG_FILE} holds a config with other settings"):
         run_study(study, [config], tmp_path)
-    (directory / CONFIG_FILE).write_text("{not json")
-    with pytest.raises(ValueError, match=f"{directory / CONFIG_FILE} holds another config"):
+    (directory / CONFIG_FILE).write_text("{not json")  # garbage is named as such, not as other settings
+    with pytest.raises(ValueError, match=f"{directory / CONFIG_FILE} is no config of this study"):
         run_study(study, [config], tmp_path)
     assert study.trained == []
 
