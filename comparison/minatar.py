@@ -165,6 +165,10 @@ VARIANTS: dict[str, DQNVariant] = {
     "relo": DQNVariant(PrioritizedReplayBuffer, lambda: {"replay_scheme": ReLo()}),
     # This library's ExpectedReLo: ReLo's priority at the expected target (a regressor of the signed TD errors)
     "expected_relo": DQNVariant(PrioritizedReplayBuffer, lambda: {"replay_scheme": ExpectedReLo()}),
+    # The same, its priority's square root (the screen's noise-test survivor)
+    "expected_relo_root": DQNVariant(
+        PrioritizedReplayBuffer, lambda: {"replay_scheme": ExpectedReLo(signal="expected_root")}
+    ),
 }
 #: The variants of the study of the published tasks (the command line's default): DQN, PER-DQN, ReLo-DQN
 STUDY_VARIANTS = ("dqn", "per", "relo")
