@@ -8,6 +8,7 @@ env, and are not part of the library.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from numbers import Integral
 from typing import Any
@@ -27,16 +28,18 @@ def checked_tag_weights(tag_weights: Mapping[int, float] | None) -> dict[int, fl
     """
     ``tag_weights`` as a dict of int tags to float weights, or ``ValueError`` naming a bad tag or weight.
 
-    :param tag_weights: sampling weight (finite, > 0) of each tag; None: no weights (every tag weighs 1)
+    :param tag_weights: sampling weight (finite, > 0) of each tag; None: no weights (every tag weighs 1). A key that is
+        an integer written as a string (``"1"``) counts as that integer: a saved model's JSON data holds them so
     """
     if tag_weights is None:
         return {}
     if not isinstance(tag_weights, Mapping):
         raise ValueError(f"tag_weights must be a mapping of tag -> weight, e.g. {{1: 1.5}}, got {tag_weights!r}")
     checked: dict[int, float] = {}
-    for tag, weight in tag_weights.items():
+    for key, weight in tag_weights.items():
+        tag = int(key) if isinstance(key, str) and re.fullmatch(r"-?[0-9]+", key) else key
         if not isinstance(tag, Integral) or tag_of(tag) != tag:  # tag_of also refuses a bool
-            raise ValueError(f"tag_weights keys must be integer tags, got {tag!r}")
+            raise ValueError(f"tag_weights keys must be integer tags, got {key!r}")
         if not is_sampling_weight(weight):
             raise ValueError(f"tag_weights[{tag!r}] must be a finite number > 0, got {weight!r}")
         checked[int(tag)] = float(weight)

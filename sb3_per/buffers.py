@@ -665,6 +665,13 @@ class PrioritizedReplayBuffer(PrioritizedBufferMixin, ReplayBuffer):
         check_n_step_parameters(n_steps, gamma)
         if n_steps > 1 and optimize_memory_usage:
             raise ValueError("n_steps > 1 does not support optimize_memory_usage=True, as in SB3's NStepReplayBuffer")
+        slots_per_env = max(int(buffer_size) // max(int(n_envs), 1), 1)  # SB3's split of buffer_size over the envs
+        if optimize_memory_usage and slots_per_env < 2:
+            raise ValueError(
+                f"optimize_memory_usage=True needs at least 2 slots per env (the slot being written has lost its next "
+                f"observation, so one slot leaves nothing to sample), got buffer_size={buffer_size!r} with "
+                f"n_envs={n_envs!r}: {slots_per_env} slot per env"
+            )
         if isinstance(observation_space, spaces.Dict):
             raise ValueError(
                 "PrioritizedReplayBuffer stores array observations, but observation_space is a Dict: use "

@@ -8,7 +8,7 @@ import pytest
 from gymnasium import spaces
 from stable_baselines3.common.utils import set_random_seed
 
-from comparison.ablation_buffers import TagWeightedReplayBuffer
+from comparison.ablation_buffers import TagWeightedReplayBuffer, checked_tag_weights
 from sb3_per.replay_tags import UNKNOWN_TAG
 
 OBS_SPACE = spaces.Box(-np.inf, np.inf, (3,), np.float32)
@@ -126,3 +126,17 @@ def test_the_memory_saving_layout_and_a_missing_tag_key_are_refused():
         )
     with pytest.raises(ValueError, match="needs tag_key"):
         TagWeightedReplayBuffer(10, OBS_SPACE, ACTION_SPACE, device="cpu", tag_weights={1: 2.0})
+
+
+def test_a_model_with_the_buffer_saves_and_loads(tmp_path):
+    """A saved model's JSON data turns the integer tag keys into strings: loading turns them back."""
+    from sb3_per import SAC
+
+    kwargs = {"tag_key": "regime", "tag_weights": {0: 1.0, 1: 1.5, -1: 2.0}}
+    model = SAC("MlpPolicy", "Pendulum-v1", replay_buffer_class=TagWeightedReplayBuffer, replay_buffer_kwargs=kwargs)
+    model.save(tmp_path / "model.zip")
+    loaded = SAC.load(tmp_path / "model.zip")
+    assert loaded.replay_buffer.tag_weights == {0: 1.0, 1: 1.5, -1: 2.0}
+    assert checked_tag_weights({"1": 2.0, "-1": 0.5}) == {1: 2.0, -1: 0.5}
+    with pytest.raises(ValueError, match="keys must be integer tags, got '1.5'"):
+        checked_tag_weights({"1.5": 2.0})

@@ -3,7 +3,9 @@ combinations are: nothing trains silently as something else."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
+from gymnasium import spaces
 from stable_baselines3.common.buffers import ReplayBuffer
 
 from sb3_per import DQN, PER, SAC, TQC, PrioritizedReplayBuffer, TaggedReplayBuffer
@@ -63,3 +65,16 @@ def test_an_sb3_contrib_algorithm_that_never_writes_priorities_is_named_in_a_sho
     with pytest.warns(UserWarning, match=r"never updated, .* QRDQN and CrossQ among them, never do"):
         model.learn(600)
     assert model.replay_buffer.n_priority_updates == 0
+
+
+@pytest.mark.parametrize(("buffer_size", "n_envs"), [(1, 1), (3, 2)], ids=["1-slot", "3-slots-2-envs"])
+def test_optimize_memory_usage_with_one_slot_per_env_is_refused_naming_the_slots(buffer_size, n_envs):
+    box = spaces.Box(-1, 1, (3,))
+    memory_saving = {"optimize_memory_usage": True, "handle_timeout_termination": False}
+    with pytest.raises(ValueError, match=rf"got buffer_size={buffer_size} with n_envs={n_envs}: 1 slot per env"):
+        PrioritizedReplayBuffer(buffer_size, box, box, n_envs=n_envs, **memory_saving)
+    buffer = PrioritizedReplayBuffer(2 * n_envs, box, box, n_envs=n_envs, **memory_saving)
+    observation = np.zeros((n_envs, 3), dtype=np.float32)
+    for _ in range(3):  # full, and the slot being written has no next observation: the other one is sampled
+        buffer.add(observation, observation, np.zeros((n_envs, 3)), np.zeros(n_envs), np.zeros(n_envs), [{}] * n_envs)
+    assert buffer.full and buffer.sample(4).weights.shape == (4, 1)
