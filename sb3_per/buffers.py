@@ -285,7 +285,12 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
         ranked, not of the sampling probabilities.
         """
         self._check_tagged()
+        if self.tag_mass.could_drift():
+            self._resum_tag_priorities()
         return self.tag_mass.shares(self._tag_values, self._tag_counts > 0)
+
+    def _freed_slot(self, slot: int) -> None:
+        self.tag_mass.clear(slot)
 
     def add(
         self, obs: Any, next_obs: Any, action: np.ndarray, reward: np.ndarray, done: np.ndarray, infos: Any

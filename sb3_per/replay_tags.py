@@ -21,7 +21,8 @@ from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.vec_env import VecNormalize
 
 UNKNOWN_TAG = -1
-#: The most distinct tags a buffer keeps (until ``reset``): each has a slot, and the telemetry logs keys per tag.
+#: The most distinct tags a buffer stores at once: each has a slot, and the telemetry logs keys per tag. Past it, a new
+#: tag takes the slot of a tag none of whose transitions is stored any more.
 #: A tag that changes at every step (an episode counter) is not what tags are for, and is refused at this bound.
 MAX_TAGS = 256
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
@@ -75,7 +76,8 @@ class ReplayTagsMixin:
 
     @property
     def n_tag_slots(self) -> int:
-        """The number of distinct tags stored since the buffer was made (or reset)."""
+        """The number of tag slots: distinct tags stored since the buffer was made (or reset), up to ``MAX_TAGS``, a
+        slot of a tag no longer stored being taken over by a new one after that."""
         return len(self._tag_values)
 
     @property
@@ -97,12 +99,14 @@ class ReplayTagsMixin:
         tag_key = self.tag_key
         if tag_key is None:
             return
-        new_tags = {tag_of(info.get(tag_key)) for info in infos} - self._slot_of_tag.keys()
-        if len(self._slot_of_tag) + len(new_tags) > MAX_TAGS:
+        tags = {tag_of(info.get(tag_key)) for info in infos}
+        new_tags = tags - self._slot_of_tag.keys()
+        if len(new_tags) > len(self._free_slots(tags)):
+            stored = int((self._tag_counts > 0).sum())
             raise ValueError(
-                f"info[{tag_key!r}] = {sorted(new_tags)[0]} would be tag number {len(self._slot_of_tag) + 1} of this "
-                f"buffer, past MAX_TAGS = {MAX_TAGS}: tags are for a few groups of transitions (e.g. regimes), not "
-                "for a value that changes at every step"
+                f"info[{tag_key!r}] = {sorted(new_tags)[0]} would be tag number {stored + 1} stored in this buffer at "
+                f"once, past MAX_TAGS = {MAX_TAGS}: tags are for a few groups of transitions (e.g. regimes), not for "
+                "a value that changes at every step"
             )
 
     def _store_tags(self, pos: int, infos: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -115,20 +119,41 @@ class ReplayTagsMixin:
         tag_key = self.tag_key
         assert tag_key is not None, "only a tagged buffer stores tags"
         leaves = pos * self.n_envs + np.arange(self.n_envs)
-        new_slots = np.array([self._slot(tag_of(info.get(tag_key))) for info in infos], dtype=np.int64)
+        tags = [tag_of(info.get(tag_key)) for info in infos]
+        for tag in dict.fromkeys(tags):  # each new tag once, in order
+            if tag not in self._slot_of_tag:
+                self._assign_slot(tag, set(tags))
+        new_slots = np.array([self._slot_of_tag[tag] for tag in tags], dtype=np.int64)
         old_slots = self._tag_slot[leaves]
         self._tag_counts -= np.bincount(old_slots[old_slots >= 0], minlength=len(self._tag_counts))
         self._tag_counts += np.bincount(new_slots, minlength=len(self._tag_counts))
         self._tag_slot[leaves] = new_slots
         return leaves, old_slots, new_slots
 
-    def _slot(self, tag: int) -> int:
-        slot = self._slot_of_tag.get(tag)
-        if slot is None:
-            slot = self._slot_of_tag[tag] = len(self._tag_values)
+    def _free_slots(self, keep: set[int]) -> list[int]:
+        """
+        The slots a new tag may take: new ones up to ``MAX_TAGS``, then those of tags no longer stored (none of whose
+        transitions is left), except the slots of the tags in ``keep`` (an ``add``'s own tags).
+        """
+        unused = [
+            slot for slot in np.flatnonzero(self._tag_counts == 0).tolist() if int(self._tag_values[slot]) not in keep
+        ]
+        return list(range(len(self._tag_values), MAX_TAGS)) + unused
+
+    def _assign_slot(self, tag: int, keep: set[int]) -> None:
+        """Give ``tag`` a slot: a new one up to ``MAX_TAGS``, then the slot of a tag no longer stored, freed."""
+        slot = self._free_slots(keep)[0]
+        if slot == len(self._tag_values):
             self._tag_values = np.append(self._tag_values, tag)
             self._tag_counts = np.append(self._tag_counts, 0)
-        return slot
+        else:
+            del self._slot_of_tag[int(self._tag_values[slot])]
+            self._tag_values[slot] = tag
+            self._freed_slot(slot)
+        self._slot_of_tag[tag] = slot
+
+    def _freed_slot(self, slot: int) -> None:
+        """A slot taken over by a new tag (a prioritized buffer clears the slot's priority mass)."""
 
     def tags_at(self, indices: np.ndarray) -> np.ndarray:
         """
@@ -271,6 +296,10 @@ class TaggedReplayBuffer(ReplayTagsMixin, ReplayBuffer):
         )
 
 
+#: The largest share of the total that rounding may move a tag's priority mass by before it is summed afresh.
+DRIFT_TOLERANCE = 1e-10
+
+
 class TagPriorityMass:
     """
     The priority mass of each tag of a prioritized buffer, as stored in its sum tree: adjusted by the same writes
@@ -282,6 +311,8 @@ class TagPriorityMass:
 
     def __init__(self, n_slots: int) -> None:
         self.sums: np.ndarray = np.zeros(n_slots)
+        # The sum of the absolute amounts added since the sums were last summed afresh: it bounds their rounding error
+        self.adjusted = 0.0
 
     def grow(self, n_slots: int) -> None:
         """Make room for ``n_slots`` slots (new ones hold no mass)."""
@@ -292,6 +323,19 @@ class TagPriorityMass:
     def add(self, slots: np.ndarray, amounts: np.ndarray) -> None:
         """Add each amount to its slot's mass."""
         self.sums += np.bincount(slots, weights=amounts, minlength=len(self.sums))
+        self.adjusted += float(np.abs(amounts).sum())
+
+    def clear(self, slot: int) -> None:
+        """Empty a slot's mass (what rounding left of a tag no longer stored)."""
+        self.sums[slot] = 0.0
+
+    def could_drift(self) -> bool:
+        """
+        Whether the sums' rounding could reach ``DRIFT_TOLERANCE`` of their total: the error of sums adjusted by
+        differences is at most float64's epsilon times the absolute amounts added, which priorities spanning many
+        orders of magnitude make large against a small total.
+        """
+        return bool(self.adjusted * np.finfo(np.float64).eps > DRIFT_TOLERANCE * float(np.abs(self.sums).sum()))
 
     def resum(self, slots: np.ndarray, stored: np.ndarray) -> None:
         """
@@ -303,6 +347,7 @@ class TagPriorityMass:
         """
         tagged = slots >= 0
         self.sums = np.bincount(slots[tagged], weights=stored[tagged], minlength=len(self.sums))
+        self.adjusted = 0.0
 
     def shares(self, tag_values: np.ndarray, present: np.ndarray) -> dict[int, float]:
         """

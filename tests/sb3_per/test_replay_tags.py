@@ -137,24 +137,76 @@ def test_add_without_one_info_per_env_is_refused_before_anything_is_stored(kind,
     np.testing.assert_array_equal(buffer.observations[pos], obs)
 
 
-@pytest.mark.parametrize("kind", ["prioritized_tagged_faded", "uniform_tagged"])
-def test_a_tag_past_max_tags_is_refused_before_anything_is_stored_and_reset_frees_the_slots(kind):
-    buffer = BUFFERS_THAT_CHECK_INFOS[kind]()
+TAGGED_BUFFERS = {
+    "prioritized_tagged_faded": lambda size: PrioritizedReplayBuffer(
+        size, OBS_SPACE, ACTION_SPACE, device="cpu", n_envs=3, tag_key="regime", priority_half_life=2.0
+    ),
+    "uniform_tagged": lambda size: TaggedReplayBuffer(
+        size, OBS_SPACE, ACTION_SPACE, device="cpu", n_envs=3, tag_key="regime"
+    ),
+}
+
+
+def tag_adder(buffer):
     obs = np.zeros((3, 3), dtype=np.float32)
 
     def add_tags(*tags: int) -> None:
         buffer.add(obs, obs, np.zeros((3, 1)), np.ones(3), np.zeros(3), [{"regime": tag} for tag in tags])
 
+    return add_tags
+
+
+@pytest.mark.parametrize("kind", list(TAGGED_BUFFERS))
+def test_a_tag_past_max_tags_stored_at_once_is_refused_before_anything_is_stored_and_reset_frees_the_slots(kind):
+    buffer = TAGGED_BUFFERS[kind](300)  # 100 slots for each of 3 envs: room for more than MAX_TAGS tags at once
+    add_tags = tag_adder(buffer)
     for first in range(0, MAX_TAGS, 3):  # an episode counter as the tag: new tags at every step, 0 .. MAX_TAGS - 1
         add_tags(*(min(tag, MAX_TAGS - 1) for tag in (first, first + 1, first + 2)))
     before = pickle.dumps(buffer)
-    with pytest.raises(ValueError, match=rf"info\['regime'\] = {MAX_TAGS} .*past MAX_TAGS = {MAX_TAGS}"):
+    with pytest.raises(ValueError, match=rf"info\['regime'\] = {MAX_TAGS} would be tag number {MAX_TAGS + 1} stored"):
         add_tags(0, 1, MAX_TAGS)
     assert pickle.dumps(buffer) == before
     add_tags(0, 1, 2)  # tags it already has are still stored
     buffer.reset()
     add_tags(MAX_TAGS, MAX_TAGS + 1, MAX_TAGS + 2)  # and a reset buffer starts counting afresh
     assert set(buffer.tags_at(np.arange(3))) == {MAX_TAGS, MAX_TAGS + 1, MAX_TAGS + 2}
+
+
+@pytest.mark.parametrize("kind", list(TAGGED_BUFFERS))
+def test_a_small_buffer_takes_any_number_of_tags_over_time_in_the_slots_of_tags_no_longer_stored(kind):
+    buffer = TAGGED_BUFFERS[kind](12)  # 4 slots for each of 3 envs
+    add_tags = tag_adder(buffer)
+    for first in range(0, 3 * 400, 3):  # 1,200 distinct tags, 12 stored at a time
+        add_tags(first, first + 1, first + 2)
+    assert buffer.n_tag_slots == MAX_TAGS
+    stored = buffer.tags_at(np.arange(12))
+    assert sorted(stored) == list(range(1200 - 12, 1200))
+    assert_shares_equal(buffer.tag_buffer_shares(), shares_by_count(stored))
+    if kind.startswith("prioritized"):
+        effective = buffer.priorities_at(np.arange(12))
+        expected = {int(tag): float(effective[stored == tag].sum() / effective.sum()) for tag in np.unique(stored)}
+        assert_shares_equal(buffer.tag_priority_shares(), expected)
+
+
+def test_tag_priority_shares_stay_exact_when_priorities_span_22_orders_of_magnitude():
+    """Adjusted by differences, a tag's mass keeps the rounding of 1e11-sized amounts once a total of 1e-11-sized
+    priorities is left: the shares are summed afresh when that rounding could show."""
+    buffer = PrioritizedReplayBuffer(
+        8, OBS_SPACE, ACTION_SPACE, device="cpu", alpha=1.0, epsilon=1e-30, tag_key="regime"
+    )
+    obs = np.zeros((1, 3), dtype=np.float32)
+    for tag in (0, 1, 0, 1, 0, 1, 0, 1):
+        buffer.add(obs, obs, np.zeros((1, 1)), np.ones(1), np.zeros(1), [{"regime": tag}])
+    generator = np.random.default_rng(0)
+    for _ in range(50):  # every priority swings between 1e11 and 1e-11
+        buffer.update_priorities(np.arange(8), 10.0 ** generator.uniform(-11, 11, 8))
+    buffer.update_priorities(np.arange(8), 10.0 ** generator.uniform(-11, -10, 8))
+    effective = buffer.priorities_at(np.arange(8))
+    tags = buffer.tags_at(np.arange(8))
+    expected = {tag: float(effective[tags == tag].sum() / effective.sum()) for tag in (0, 1)}
+    shares = buffer.tag_priority_shares()
+    for tag in (0, 1):
+        assert shares[tag] == pytest.approx(expected[tag], rel=1e-9, abs=0)
 
 
 def test_reset_forgets_tags(add_tagged_steps):
