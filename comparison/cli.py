@@ -20,18 +20,40 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from comparison.schema import RUNS_DIR
+from comparison.schema import RUNS_DIR, VARIANT_NAMES
 
 if TYPE_CHECKING:
     from comparison.experiment import RunConfig
 
+
+def integer_at_least(minimum: int) -> Any:
+    """An argparse type: an integer >= ``minimum``, else an error that names the value (before any import)."""
+
+    def parsed(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = minimum - 1
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {text!r}")
+        return value
+
+    parsed.__name__ = f"integer >= {minimum}"
+    return parsed
+
+
 # RunConfig fields settable from both command lines: (flag, field, type, help).
 _RUN_OPTIONS: tuple[tuple[str, str, Any, str], ...] = (
     ("--env-id", "env_id", str, "Gymnasium env id"),
-    ("--total-steps", "total_steps", int, "env steps per run"),
-    ("--eval-freq", "eval_freq", int, "env steps between evaluations"),
-    ("--eval-episodes", "eval_episodes", int, "evaluation episodes (one per seed from --eval-seed on)"),
-    ("--eval-seed", "eval_seed", int, "seed of the first evaluation episode (held out from training seeds)"),
+    ("--total-steps", "total_steps", integer_at_least(1), "env steps per run"),
+    ("--eval-freq", "eval_freq", integer_at_least(1), "env steps between evaluations"),
+    ("--eval-episodes", "eval_episodes", integer_at_least(1), "evaluation episodes (one per seed from --eval-seed on)"),
+    (
+        "--eval-seed",
+        "eval_seed",
+        integer_at_least(0),
+        "seed of the first evaluation episode (held out from training seeds)",
+    ),
     ("--alpha", "alpha", float, "priority exponent of the per and rank variants"),
     ("--beta-start", "beta_start", float, "PER importance-sampling exponent at the start"),
     ("--beta-end", "beta_end", float, "PER importance-sampling exponent at the end of the run"),
@@ -44,9 +66,9 @@ _RUN_OPTIONS: tuple[tuple[str, str, Any, str], ...] = (
     ("--relo-alpha", "relo_alpha", float, "priority exponent of the relo variant"),
     ("--relo-epsilon", "relo_epsilon", float, "priority offset of the relo variant"),
     ("--learning-rate", "learning_rate", float, "Adam learning rate"),
-    ("--learning-starts", "learning_starts", int, "env steps collected before training"),
-    ("--batch-size", "batch_size", int, "minibatch size"),
-    ("--buffer-size", "buffer_size", int, "replay capacity"),
+    ("--learning-starts", "learning_starts", integer_at_least(0), "env steps collected before training"),
+    ("--batch-size", "batch_size", integer_at_least(1), "minibatch size"),
+    ("--buffer-size", "buffer_size", integer_at_least(1), "replay capacity"),
     ("--gamma", "gamma", float, "discount factor"),
     ("--ent-coef", "ent_coef", str, "SAC entropy coefficient, e.g. auto, auto_0.1 or 0.01"),
 )
@@ -307,7 +329,7 @@ def compare_parser(described: bool = True) -> argparse.ArgumentParser:
     parser.add_argument(
         "--variants",
         nargs="+",
-        choices=list(VARIANTS) if described else None,
+        choices=list(VARIANTS) if described else VARIANT_NAMES,
         default=None,
         help="replay variants (default: the preset's: uniform per, and with --full also lap la3p faded rank pal relo "
         "expected_td): uniform (SB3), per (proportional PER), rank (rank-based PER), lap (loss-adjusted "

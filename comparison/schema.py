@@ -51,6 +51,13 @@ TELEMETRY_STATS: tuple[str, ...] = ("buffer_share", "priority_share", "sample_sh
 TELEMETRY_COLUMNS: tuple[str, ...] = ("step", "variant", "seed", "tag", *TELEMETRY_STATS, "is_ess")
 
 RUNS_DIR = "runs"
+#: The names of the replay variants (``comparison.experiment.VARIANTS``, in its order), known without importing the
+#: experiment, so that the command line refuses an unknown one at once (a test keeps the two the same).
+VARIANT_NAMES = (
+    *("uniform", "per", "rank", "lap", "pal", "la3p", "faded", "relo", "expected_td"),
+    *("expected_relo", "expected_relo_root", "signal_share_relo", "gated_relo", "tqc", "tqc_uper"),
+    *("per_no_is", "regime_weighted", "per_critic_only", "per_reward_priority", "per_reward_floor", "relo_online_loss"),
+)
 CONFIG_FILE = "config.json"
 PROGRESS_FILE = "progress.csv"
 MODEL_FILE = "model.zip"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import os
 from array import array
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -41,6 +42,11 @@ def validate_prices(
     :param cell_name: what error messages call the cell at (row, column), from 0; default ``row R, column C``.
     :raises ValueError: wrong shape, too few rows, NaN/inf, or non-positive prices.
     """
+    if isinstance(prices, (str, os.PathLike)):
+        raise ValueError(
+            f"prices must be a (T, 2) array of prices, got the path {str(prices)!r}: pass a CSV file as "
+            f"prices_csv={str(prices)!r} (or load it with envs.load_prices_csv)"
+        )
     to_numpy = getattr(prices, "to_numpy", None)
     try:
         array = np.asarray(to_numpy() if callable(to_numpy) else prices, dtype=np.float64)

@@ -47,6 +47,25 @@ SelfAlgorithm = TypeVar("SelfAlgorithm", bound="PrioritizedReplayMixin")
 SCHEME_CHECKPOINT = "replay_scheme_checkpoint"
 
 
+def check_replay_buffer_arguments(replay_buffer_class: Any, replay_buffer_kwargs: Any) -> None:
+    """
+    Raise ``ValueError``, naming the parameter and its value, unless ``replay_buffer_class`` is ``None`` or a class
+    of replay buffer (not its name, not an instance) and ``replay_buffer_kwargs`` a dict of keyword arguments.
+    """
+    if replay_buffer_class is not None and not (
+        isinstance(replay_buffer_class, type) and issubclass(replay_buffer_class, ReplayBuffer)
+    ):
+        raise ValueError(
+            "replay_buffer_class must be a class of replay buffer, e.g. sb3_per.PrioritizedReplayBuffer (the class, "
+            f"not its name or an instance), or None, got {replay_buffer_class!r}"
+        )
+    if not isinstance(replay_buffer_kwargs, dict) or not all(isinstance(key, str) for key in replay_buffer_kwargs):
+        raise ValueError(
+            "replay_buffer_kwargs must be a dict of the buffer's keyword arguments, e.g. dict(alpha=0.6), or None, "
+            f"got {replay_buffer_kwargs!r}"
+        )
+
+
 def check_replay_scheme(replay_scheme: ReplayScheme | None, algorithm: Any) -> ReplayScheme | None:
     """
     :param replay_scheme: what the user gave as ``replay_scheme``
@@ -117,6 +136,7 @@ class PrioritizedReplayMixin:
         self.replay_telemetry = ReplayTelemetry()
 
     def _setup_model(self) -> None:
+        check_replay_buffer_arguments(self.replay_buffer_class, self.replay_buffer_kwargs)
         self._give_gamma_to_the_replay_buffer()
         super()._setup_model()  # type: ignore[misc]
         self._check_replay_buffer(self.replay_buffer)

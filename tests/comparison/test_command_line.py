@@ -132,3 +132,33 @@ def test_the_end_of_a_comparison_prints_its_headline_and_where_its_files_are(tmp
     assert re.search(r"^\| uniform \| 1 \| .* \| n/a \| n/a \| n/a \|$", summary, re.MULTILINE), summary
     assert not (tmp_path / out / "regime_returns.png").exists()
     assert (pd.read_csv(tmp_path / out / "telemetry.csv")["tag"] == -1).all()
+
+
+def test_the_variant_names_known_before_the_imports_are_the_experiments():
+    from comparison.experiment import VARIANTS
+    from comparison.schema import VARIANT_NAMES
+
+    assert tuple(VARIANTS) == VARIANT_NAMES
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--variants", "perr"], "argument --variants: invalid choice: 'perr'"),
+        (["--total-steps", "-5"], "argument --total-steps: must be an integer >= 1, got '-5'"),
+        (["--eval-seed", "x"], "argument --eval-seed: must be an integer >= 0, got 'x'"),
+    ],
+)
+def test_usage_errors_come_before_the_experiment_is_imported(argv, message):
+    code = (
+        "import sys\n"
+        "from comparison.cli import compare_main\n"
+        "try:\n"
+        f"    compare_main({argv!r})\n"
+        "except SystemExit as stop:\n"
+        "    assert stop.code == 2\n"
+        "assert 'torch' not in sys.modules and 'stable_baselines3' not in sys.modules, 'imported before the check'\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert result.returncode == 0, result.stderr
+    assert message in result.stderr

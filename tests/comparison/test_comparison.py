@@ -126,7 +126,7 @@ def test_a_replay_scheme_setting_is_checked_only_by_the_variants_whose_scheme_us
     [
         (["--replay", "prioritised"], "--replay"),
         (["--alpha", "-1"], "alpha must be"),
-        (["--total-steps", "0"], "total_steps must be"),
+        (["--total-steps", "0"], "argument --total-steps: must be an integer >= 1, got '0'"),
         (["--total-steps", "ten"], "--total-steps"),
         (["--env-kwargs", "[1, 2]"], "JSON object"),
         (["--env-kwargs", "{bad"], "not valid JSON"),

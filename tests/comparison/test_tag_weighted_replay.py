@@ -138,5 +138,5 @@ def test_a_model_with_the_buffer_saves_and_loads(tmp_path):
     loaded = SAC.load(tmp_path / "model.zip")
     assert loaded.replay_buffer.tag_weights == {0: 1.0, 1: 1.5, -1: 2.0}
     assert checked_tag_weights({"1": 2.0, "-1": 0.5}) == {1: 2.0, -1: 0.5}
-    with pytest.raises(ValueError, match="keys must be integer tags, got '1.5'"):
+    with pytest.raises(ValueError, match=r"keys must be integer tags, got '1\.5'"):
         checked_tag_weights({"1.5": 2.0})

@@ -94,3 +94,10 @@ def test_the_cache_of_parsed_files_keeps_a_few_at_most(tmp_path):
         path.write_text(f"price_a,price_b\n1,{i + 2}\n3,4\n")
         load_price_history(path)
     assert len(envs.price_data._parsed) == envs.price_data._PARSED_LIMIT
+
+
+def test_a_path_given_as_prices_points_to_prices_csv():
+    import gymnasium as gym
+
+    with pytest.raises(ValueError, match=r"got the path 'file.csv': pass a CSV file as prices_csv='file.csv'"):
+        gym.make("envs:PairsTrading-v0", prices="file.csv")

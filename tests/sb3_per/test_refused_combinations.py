@@ -78,3 +78,32 @@ def test_optimize_memory_usage_with_one_slot_per_env_is_refused_naming_the_slots
     for _ in range(3):  # full, and the slot being written has no next observation: the other one is sampled
         buffer.add(observation, observation, np.zeros((n_envs, 3)), np.zeros(n_envs), np.zeros(n_envs), [{}] * n_envs)
     assert buffer.full and buffer.sample(4).weights.shape == (4, 1)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"replay_buffer_class": "PrioritizedReplayBuffer"}, r"replay_buffer_class must be a class .* got 'Priorit"),
+        (
+            {
+                "replay_buffer_class": lambda: PrioritizedReplayBuffer(
+                    10, spaces.Box(-1, 1, (3,)), spaces.Box(-1, 1, (1,))
+                )
+            },
+            r"replay_buffer_class must be a class .* got <sb3_per.buffers.PrioritizedReplayBuffer object",
+        ),
+        ({"replay_buffer_class": int}, r"replay_buffer_class must be a class of replay buffer.* got <class 'int'>"),
+        (
+            {"replay_buffer_kwargs": [("alpha", 0.5)]},
+            r"replay_buffer_kwargs must be a dict .* got \[\('alpha', 0.5\)\]",
+        ),
+    ],
+    ids=["a-name", "an-instance", "another-class", "a-list"],
+)
+def test_replay_buffer_arguments_of_the_wrong_type_are_named(kwargs, message):
+    kwargs = {
+        key: value() if callable(value) and value.__name__ == "<lambda>" else value for key, value in kwargs.items()
+    }
+    kwargs.setdefault("replay_buffer_class", PrioritizedReplayBuffer)
+    with pytest.raises(ValueError, match=message):
+        SAC("MlpPolicy", "Pendulum-v1", **kwargs)
