@@ -65,6 +65,12 @@ _RUN_OPTIONS: tuple[tuple[str, str, Any, str], ...] = (
     ("--reward-floor", "reward_floor", float, "|reward| floor of the per_reward_floor ablation's priorities"),
     ("--relo-alpha", "relo_alpha", float, "priority exponent of the relo variant"),
     ("--relo-epsilon", "relo_epsilon", float, "priority offset of the relo variant"),
+    (
+        "--regressor-learning-rate",
+        "regressor_learning_rate",
+        float,
+        "learning rate of the TD-error regressor (expected_td, expected_relo variants)",
+    ),
     ("--learning-rate", "learning_rate", float, "Adam learning rate"),
     ("--learning-starts", "learning_starts", integer_at_least(0), "env steps collected before training"),
     ("--batch-size", "batch_size", integer_at_least(1), "minibatch size"),

@@ -111,12 +111,15 @@ REPLAY_FIELDS = frozenset(
         "reward_floor",
         "relo_alpha",
         "relo_epsilon",
+        "regressor_learning_rate",
     }
 )
 # What PER's priorities and IS weights use, what LAP's priorities use, and ReLo's
 PER_FIELDS = frozenset({"alpha", "epsilon", "beta_start", "beta_end"})
 LAP_FIELDS = frozenset({"lap_alpha", "lap_min_priority", "epsilon"})
 RELO_FIELDS = frozenset({"relo_alpha", "relo_epsilon", "beta_start", "beta_end"})
+# What the TD-error regressor of ExpectedTD and ExpectedReLo uses
+REGRESSOR_FIELDS = frozenset({"regressor_learning_rate"})
 
 
 def _lap_buffer(config: RunConfig) -> dict[str, Any]:
@@ -171,30 +174,37 @@ VARIANTS: dict[str, ReplayVariant] = {
         buffer_options=_relo_buffer,
     ),
     # Panahi et al. 2024: PER with priorities |h(s, a)|, h a regressor of the signed TD errors
-    "expected_td": ReplayVariant(PrioritizedReplayBuffer, PER_FIELDS, scheme=lambda c: ExpectedTD()),
+    "expected_td": ReplayVariant(
+        PrioritizedReplayBuffer,
+        PER_FIELDS | REGRESSOR_FIELDS,
+        scheme=lambda c: ExpectedTD(learning_rate=c.regressor_learning_rate),
+    ),
     # This library's: ReLo's priority at the expected target (ExpectedTD's regressor), ReLo's buffer settings
     "expected_relo": ReplayVariant(
-        PrioritizedReplayBuffer, RELO_FIELDS, scheme=lambda c: ExpectedReLo(), buffer_options=_relo_buffer
+        PrioritizedReplayBuffer,
+        RELO_FIELDS | REGRESSOR_FIELDS,
+        scheme=lambda c: ExpectedReLo(learning_rate=c.regressor_learning_rate),
+        buffer_options=_relo_buffer,
     ),
     # The same, its priority's square root (a TD error's scale, not a squared one's)
     "expected_relo_root": ReplayVariant(
         PrioritizedReplayBuffer,
-        RELO_FIELDS,
-        scheme=lambda c: ExpectedReLo(signal="expected_root"),
+        RELO_FIELDS | REGRESSOR_FIELDS,
+        scheme=lambda c: ExpectedReLo(signal="expected_root", learning_rate=c.regressor_learning_rate),
         buffer_options=_relo_buffer,
     ),
     # ReLo's own priority times the share of the TD error's second moment that its mean explains (a regressor of both)
     "signal_share_relo": ReplayVariant(
         PrioritizedReplayBuffer,
-        RELO_FIELDS,
-        scheme=lambda c: ExpectedReLo(signal="signal_share"),
+        RELO_FIELDS | REGRESSOR_FIELDS,
+        scheme=lambda c: ExpectedReLo(signal="signal_share", learning_rate=c.regressor_learning_rate),
         buffer_options=_relo_buffer,
     ),
     # The same with ReLo's own priority times the share of the TD error that its expectation explains
     "gated_relo": ReplayVariant(
         PrioritizedReplayBuffer,
-        RELO_FIELDS,
-        scheme=lambda c: ExpectedReLo(signal="gated"),
+        RELO_FIELDS | REGRESSOR_FIELDS,
+        scheme=lambda c: ExpectedReLo(signal="gated", learning_rate=c.regressor_learning_rate),
         buffer_options=_relo_buffer,
     ),
     # sb3-contrib's TQC with SB3's uniform replay (TaggedReplayBuffer), the reference of tqc_uper
@@ -274,6 +284,8 @@ class RunConfig:
     :param relo_epsilon: their priority offset (1e-7: its authors' 1e-5 is the size of this env's squared TD errors;
         of 1e-5, 1e-6 and 1e-7, the highest mean final return on validation seeds 100 and 101,
         docs/results/scheme_validation/README.md)
+    :param regressor_learning_rate: the Adam learning rate of the TD-error regressor of ``expected_td`` and the
+        ``expected_relo`` variants (1e-3, ExpectedTD's default)
     :param net_arch: hidden layers of the actor and critics
     :param learning_rate: Adam learning rate
     :param learning_starts: env steps collected before training starts
@@ -307,6 +319,7 @@ class RunConfig:
     reward_floor: float = 0.003
     relo_alpha: float = 0.5
     relo_epsilon: float = 1e-7
+    regressor_learning_rate: float = 1e-3
     net_arch: tuple[int, ...] = (64, 64)
     learning_rate: float = 3e-4
     learning_starts: int = 1_000

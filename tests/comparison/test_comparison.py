@@ -425,6 +425,7 @@ SETTINGS_OF_SOME_VARIANTS = dict(
     half_life=20_000.0,
     regime_weights=(1.0, 3.0, 1.0),
     reward_floor=0.02,
+    regressor_learning_rate=3e-3,
 )
 
 
@@ -443,6 +444,8 @@ SETTINGS_OF_SOME_VARIANTS = dict(
         ("per_critic_only", {"alpha", "beta_start"}),
         ("per_reward_priority", {"alpha", "beta_start"}),
         ("per_reward_floor", {"alpha", "beta_start", "reward_floor"}),
+        ("expected_td", {"alpha", "beta_start", "regressor_learning_rate"}),
+        ("expected_relo_root", {"beta_start", "regressor_learning_rate"}),
     ],
 )
 def test_canonical_configs_keep_only_the_settings_their_variant_uses(variant, kept):
@@ -455,6 +458,8 @@ def test_canonical_configs_keep_only_the_settings_their_variant_uses(variant, ke
     full, canonical = make_model(RunConfig(variant=variant, **SETTINGS_OF_SOME_VARIANTS), env), make_model(config, env)
     assert full.replay_buffer_kwargs == canonical.replay_buffer_kwargs
     assert full.replay_scheme == canonical.replay_scheme
+    if "regressor_learning_rate" in kept:
+        assert full.replay_scheme.learning_rate == SETTINGS_OF_SOME_VARIANTS["regressor_learning_rate"]
 
 
 @pytest.mark.parametrize("half_life", [10_000.0, 40_000.0])
