@@ -326,7 +326,7 @@ def compare_parser(described: bool = True) -> argparse.ArgumentParser:
     parser.set_defaults(preset="default")
     parser.add_argument(
         "--seeds",
-        type=int,
+        type=integer_at_least(0),
         nargs="+",
         default=None,
         help="training seeds of every variant (default: the preset's, e.g. 0..19, and 0..9 for rank and pal, with "
@@ -368,7 +368,7 @@ def compare_parser(described: bool = True) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--workers",
-        type=int,
+        type=integer_at_least(1),
         default=None,
         help="parallel runs of the local backend (default: one per core); with --backend ray, Ray runs as many "
         "at once as the cluster has free CPUs",
@@ -414,9 +414,28 @@ def _finished_runs(parser: argparse.ArgumentParser, configs: Sequence[RunConfig]
     return finished
 
 
+def _check_no_value_twice(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """A usage error where ``--seeds`` or ``--variants`` lists a value twice."""
+    for flag, values in (("--seeds", args.seeds), ("--variants", args.variants)):
+        if values is not None and len(set(values)) != len(values):
+            parser.error(f"{flag} lists a value twice: {values}")
+
+
+def _check_every_replay_option_used(parser: argparse.ArgumentParser, args: argparse.Namespace, plan: Any) -> None:
+    """A usage error where a replay setting is given (``--half-life``, ...) that no variant of the plan uses."""
+    from comparison.experiment import REPLAY_FIELDS, VARIANTS
+
+    used = set().union(*(VARIANTS[variant].fields for variant in plan))
+    for flag, name, _, _ in _RUN_OPTIONS:
+        if name in REPLAY_FIELDS and getattr(args, name) is not None and name not in used:
+            parser.error(f"{flag} is used by none of the plan's variants ({', '.join(plan)}): it would be ignored")
+
+
 def compare_main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Entry point of ``scripts/compare.py``; returns what ``run_comparison`` returns."""
-    compare_parser(described=False).parse_args(argv)  # a mistyped command fails here, before the imports below
+    # A mistyped command fails here, before the imports below
+    light_parser = compare_parser(described=False)
+    _check_no_value_twice(light_parser, light_parser.parse_args(argv))
     from comparison.runner import PRESETS, RunsInterrupted, is_finished, plan_runs, run_comparison, stop_on_signals
 
     parser = compare_parser()
@@ -425,11 +444,6 @@ def compare_main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     fields = {**preset.overrides, **_given_run_options(args)}
     fields.update(_walk_forward_fields(parser, args, fields.get("env_kwargs", {})))
     base = _config(parser, **fields)
-    for flag, values in (("--seeds", args.seeds), ("--variants", args.variants)):
-        if values is not None and len(set(values)) != len(values):
-            parser.error(f"{flag} lists a value twice: {values}")
-    if args.workers is not None and args.workers < 1:
-        parser.error(f"--workers must be >= 1, got {args.workers}")
     if args.backend != "ray":
         if args.ray_address is not None:
             parser.error("--ray-address is only used with --backend ray")
@@ -446,6 +460,7 @@ def compare_main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     if problem is not None:
         parser.error(f"--out {out} {problem}")
     plan = preset.plan(args.variants, args.seeds)
+    _check_every_replay_option_used(parser, args, plan)
     for variant in plan:  # a setting that only some variants use is checked by theirs (the faded half-life)
         try:
             dataclasses.replace(base, variant=variant)

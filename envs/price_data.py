@@ -45,7 +45,7 @@ def validate_prices(
     if isinstance(prices, (str, os.PathLike)):
         raise ValueError(
             f"prices must be a (T, 2) array of prices, got the path {str(prices)!r}: pass a CSV file as "
-            f"prices_csv={str(prices)!r} (or load it with envs.load_prices_csv)"
+            f"prices_csv={str(prices)!r} (or load it with {__name__.split('.')[0]}.load_prices_csv)"
         )
     to_numpy = getattr(prices, "to_numpy", None)
     try:

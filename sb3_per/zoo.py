@@ -151,7 +151,10 @@ def parsed_scheme(text: str) -> ReplayScheme:
         kwargs = {str(keyword.arg): ast.literal_eval(keyword.value) for keyword in call.keywords}
     except ValueError as error:
         raise ValueError(usage) from error
-    return SCHEMES[name](*args, **kwargs)
+    try:
+        return SCHEMES[name](*args, **kwargs)
+    except TypeError as error:  # an argument the scheme does not have, or too many
+        raise ValueError(f"replay_scheme {text!r}: {error}") from None
 
 
 def evaluated_scheme(hyperparams: dict[str, Any]) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import time
 
+import _repository  # noqa: F401  (the clone on sys.path: first, before comparison and envs)
 import numpy as np
 
 from envs import FlatPolicy, PairsTradingEnv, RandomPolicy, ZScorePolicy, run_episodes

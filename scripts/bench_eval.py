@@ -20,6 +20,7 @@ import statistics
 import time
 from collections.abc import Callable
 
+import _repository  # noqa: F401  (the clone on sys.path: first, before comparison and envs)
 import gymnasium as gym
 import pandas as pd
 from stable_baselines3.common.env_util import make_vec_env

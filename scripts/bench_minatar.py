@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import time
 
+import _repository  # noqa: F401  (the clone on sys.path: first, before comparison and envs)
 import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
 

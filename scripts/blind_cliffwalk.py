@@ -5,6 +5,8 @@ replay buffer and from sb3_per's proportional and rank-based ones (see compariso
     python scripts/blind_cliffwalk.py [--n-states 2 3 ... 12] [--seeds 10] [--out-dir docs/results/blind_cliffwalk]
 """
 
+import _repository  # noqa: F401  (the clone on sys.path: first, before comparison and envs)
+
 from comparison.blind_cliffwalk import blind_cliffwalk_main
 
 if __name__ == "__main__":

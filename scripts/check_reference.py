@@ -2,6 +2,8 @@
 
 import sys
 
+import _repository  # noqa: F401  (the clone on sys.path: first, before comparison and envs)
+
 from comparison.reference import check_main
 
 if __name__ == "__main__":

@@ -4,6 +4,8 @@ import os
 import signal
 from types import FrameType
 
+import _repository  # noqa: F401  (the clone on sys.path: first, before comparison and envs)
+
 
 def exit_interrupted(signum: int, frame: FrameType | None) -> None:
     """

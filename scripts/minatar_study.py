@@ -12,6 +12,8 @@ the unfinished ones. Needs the GPL-licensed MinAtar: pip install -e ".[minatar]"
 
 import sys
 
+import _repository  # noqa: F401  (the clone on sys.path: first, before comparison and envs)
+
 from comparison.minatar_report import minatar_main
 
 if __name__ == "__main__":

@@ -11,6 +11,8 @@ unfinished runs, each from its checkpoint. Needs MuJoCo: pip install -e ".[mujoc
 
 import sys
 
+import _repository  # noqa: F401  (the clone on sys.path: first, before comparison and envs)
+
 from comparison.mujoco import MuJoCoStudy
 from comparison.study import study_main
 

@@ -30,7 +30,7 @@ def _compare(*argv: str, **kwargs) -> subprocess.CompletedProcess:
 
 def test_a_mistyped_command_is_refused_before_torch_is_imported():
     done = _compare("-X", "importtime", "scripts/compare.py", "--seeds", "abc")
-    assert done.returncode == 2 and "argument --seeds: invalid int value: 'abc'" in done.stderr
+    assert done.returncode == 2 and "argument --seeds: must be an integer >= 0, got 'abc'" in done.stderr
     imported = [line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time")]
     assert imported and not [name for name in imported if name.split(".")[0] in ("torch", "matplotlib", "sb3_per")]
 
@@ -147,6 +147,9 @@ def test_the_variant_names_known_before_the_imports_are_the_experiments():
         (["--variants", "perr"], "argument --variants: invalid choice: 'perr'"),
         (["--total-steps", "-5"], "argument --total-steps: must be an integer >= 1, got '-5'"),
         (["--eval-seed", "x"], "argument --eval-seed: must be an integer >= 0, got 'x'"),
+        (["--seeds", "-1"], "argument --seeds: must be an integer >= 0, got '-1'"),
+        (["--workers", "0"], "argument --workers: must be an integer >= 1, got '0'"),
+        (["--seeds", "0", "0"], "--seeds lists a value twice: [0, 0]"),
     ],
 )
 def test_usage_errors_come_before_the_experiment_is_imported(argv, message):
@@ -162,3 +165,21 @@ def test_usage_errors_come_before_the_experiment_is_imported(argv, message):
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
     assert result.returncode == 0, result.stderr
     assert message in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--half-life", "10000"], "--half-life is used by none of the plan's variants (uniform, per)"),
+        (
+            ["--variants", "per", "--lap-min-priority", "0.1"],
+            "--lap-min-priority is used by none of the plan's variants",
+        ),
+        (["--variants", "uniform", "--alpha", "0.4"], "--alpha is used by none of the plan's variants (uniform)"),
+    ],
+)
+def test_a_replay_setting_no_variant_of_the_plan_uses_is_refused(argv, message, capsys):
+    with pytest.raises(SystemExit) as stop:
+        compare_main([*argv, "--out", "unused"])
+    assert stop.value.code == 2
+    assert message in capsys.readouterr().err

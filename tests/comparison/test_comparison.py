@@ -308,7 +308,7 @@ def test_a_finished_run_with_other_settings_is_refused(tmp_path):
         (["--seeds", "0", "0"], "--seeds lists"),
         (["--variants", "per", "per"], "--variants lists"),
         (["--seeds", "0", "1000000"], "--seeds: seed=1000000 is one of the evaluation episodes"),
-        (["--seeds", "-1"], "--seeds: seed and eval_seed must be >= 0"),
+        (["--seeds", "-1"], "argument --seeds: must be an integer >= 0, got '-1'"),
         (["--variants", "faded", "--half-life", "1000"], "faded: priority_half_life=1000.0 is below"),
     ],
 )

@@ -12,7 +12,7 @@ from pathlib import Path
 from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parents[2]
-OWN_PACKAGES = {"comparison", "envs", "sb3_per", "sb3_per_envs", "scripts"}
+OWN_PACKAGES = {"comparison", "envs", "sb3_per", "sb3_per_envs", "scripts", "_repository"}
 
 
 def module_level_imports(path: Path) -> set[str]:

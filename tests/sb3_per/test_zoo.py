@@ -1,6 +1,7 @@
 """The RL Baselines3 Zoo launcher: ``python -m sb3_per.zoo`` trains sb3_per's algorithms with prioritized replay."""
 
 import argparse
+import re
 import subprocess
 import sys
 
@@ -89,6 +90,9 @@ def test_a_replay_scheme_string_is_parsed_into_its_scheme_and_anything_else_refu
     assert zoo.evaluated_scheme({"replay_scheme": sb3_per.PAL()})["replay_scheme"] == sb3_per.PAL()
     with pytest.raises(ValueError, match=r"fraction must be in \(0, 1\], got 2"):
         zoo.evaluated_scheme({"replay_scheme": "LA3P(fraction=2)"})
+    for text in ("LAP(foo=1)", "PER('max', 'loss', True, 4)"):  # an argument the scheme does not have, or too many
+        with pytest.raises(ValueError, match=rf"replay_scheme {re.escape(repr(text))}: .*argument"):
+            zoo.evaluated_scheme({"replay_scheme": text})
     assert zoo.parsed_scheme("sb3_per.ExpectedTD(hidden_sizes=(32, 32))") == sb3_per.ExpectedTD(hidden_sizes=(32, 32))
     assert zoo.parsed_scheme(" PER('max') ") == sb3_per.PER("max")
     for text in (
