@@ -158,7 +158,12 @@ def make_model(config: NoiseTestConfig) -> BaseAlgorithm:
         buffer = dict(
             replay_buffer_class=PrioritizedReplayBuffer,
             replay_buffer_kwargs=dict(
-                tag_key=envs.NOISY_KEY, alpha=config.alpha, epsilon=config.epsilon, beta_anneal_steps="auto"
+                tag_key=envs.NOISY_KEY,
+                alpha=config.alpha,
+                epsilon=config.epsilon,
+                beta_anneal_steps="auto",
+                # the common settings of every scheme here, over what a scheme would set (ReLo's "batch")
+                weight_normalization="buffer",
             ),
             replay_scheme=variant.scheme(),
         )

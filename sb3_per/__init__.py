@@ -3,7 +3,9 @@
 from sb3_per.buffers import PrioritizedBufferMixin, PrioritizedDictReplayBuffer, PrioritizedReplayBuffer
 from sb3_per.ddpg import DDPG
 from sb3_per.dqn import DQN
+from sb3_per.her import PrioritizedHerReplayBuffer
 from sb3_per.per_algorithm import PrioritizedReplayMixin
+from sb3_per.qrdqn import QRDQN
 from sb3_per.replay_tags import TaggedReplayBuffer, TaggedReplayBufferSamples
 from sb3_per.sac import SAC
 from sb3_per.samples import PrioritizedDictReplayBufferSamples, PrioritizedReplayBufferSamples
@@ -20,6 +22,7 @@ __all__ = [
     "LAP",
     "PAL",
     "PER",
+    "QRDQN",
     "SAC",
     "TD3",
     "TQC",
@@ -29,6 +32,7 @@ __all__ = [
     "PrioritizedBufferMixin",
     "PrioritizedDictReplayBuffer",
     "PrioritizedDictReplayBufferSamples",
+    "PrioritizedHerReplayBuffer",
     "PrioritizedReplayBuffer",
     "PrioritizedReplayBufferSamples",
     "PrioritizedReplayMixin",

@@ -28,7 +28,7 @@ from stable_baselines3.common.buffers import DictReplayBuffer, ReplayBuffer
 from stable_baselines3.common.type_aliases import TensorDict
 from stable_baselines3.common.vec_env import VecNormalize
 
-from sb3_per.checks import checked_bool, checked_choice, checked_number
+from sb3_per.checks import check_memory_optimization, checked_bool, checked_choice, checked_number
 from sb3_per.fading import FadingClock, check_priority_half_life, fade_doublings
 from sb3_per.n_step import check_n_step_parameters, n_step_targets
 from sb3_per.priority_index import (
@@ -204,9 +204,9 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
             if self.beta_progress is None:
                 raise ValueError(
                     f"{type(self).__name__} has beta_anneal_steps='auto', so beta follows the training progress, "
-                    "which nothing has set: train with sb3_per's algorithms (sb3_per.SAC, TD3, DDPG, DQN or TQC), "
-                    "which call set_beta_progress at each training call, or give beta_anneal_steps a number of sample "
-                    "calls"
+                    "which nothing has set: train with sb3_per's algorithms (sb3_per.SAC, TD3, DDPG, DQN, TQC or "
+                    "QRDQN), which call set_beta_progress at each training call, or give beta_anneal_steps a number of "
+                    "sample calls"
                 )
             progress = self.beta_progress
         return self.beta_start + progress * (self.beta_end - self.beta_start)
@@ -398,14 +398,16 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
         :return: the samples (``samples_class``), unit weights, flat indices and write stamps
         """
         self._check_batch_size(batch_size)
+        return self._samples_at(self._uniform_leaves(batch_size), np.ones(batch_size), env)
+
+    def _uniform_leaves(self, batch_size: int) -> np.ndarray:
+        """``batch_size`` leaves of valid stored transitions, uniformly, with replacement (``sample_uniform``'s)."""
         n_leaves = self.n_transitions
         if self.optimize_memory_usage and self.full:
             # The slot at `pos` lost its next observation: draw among the others, as SB3's buffer does.
             offsets = np.random.randint(0, n_leaves - self.n_envs, size=batch_size)  # noqa: NPY002
-            leaves = (offsets + (self.pos + 1) * self.n_envs) % n_leaves
-        else:
-            leaves = np.random.randint(0, n_leaves, size=batch_size)  # noqa: NPY002
-        return self._samples_at(leaves, np.ones(batch_size), env)
+            return (offsets + (self.pos + 1) * self.n_envs) % n_leaves
+        return np.random.randint(0, n_leaves, size=batch_size)  # noqa: NPY002
 
     def _samples_at(self, leaves: np.ndarray, weights: np.ndarray, env: VecNormalize | None) -> Any:
         """The batch of the transitions at ``leaves``, with ``weights``, stamped as sampled now."""
@@ -432,8 +434,8 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
                 f"{type(self).__name__} has been sampled {self.n_sample_calls} times but its priorities were "
                 "never updated, so it samples uniformly among what was added and PER does nothing. Use an "
                 "algorithm that calls `update_priorities` after each gradient step: `sb3_per.SAC`, `sb3_per.TD3`, "
-                "`sb3_per.DDPG`, `sb3_per.DQN` or `sb3_per.TQC` (stock SB3 and sb3-contrib algorithms, QRDQN and "
-                "CrossQ among them, never do).",
+                "`sb3_per.DDPG`, `sb3_per.DQN`, `sb3_per.TQC` or `sb3_per.QRDQN` (stock SB3 and sb3-contrib "
+                "algorithms, sb3-contrib's QRDQN and CrossQ among them, never do).",
                 UserWarning,
                 stacklevel=3,
             )
@@ -670,13 +672,7 @@ class PrioritizedReplayBuffer(PrioritizedBufferMixin, ReplayBuffer):
         check_n_step_parameters(n_steps, gamma)
         if n_steps > 1 and optimize_memory_usage:
             raise ValueError("n_steps > 1 does not support optimize_memory_usage=True, as in SB3's NStepReplayBuffer")
-        slots_per_env = max(int(buffer_size) // max(int(n_envs), 1), 1)  # SB3's split of buffer_size over the envs
-        if optimize_memory_usage and slots_per_env < 2:
-            raise ValueError(
-                f"optimize_memory_usage=True needs at least 2 slots per env (the slot being written has lost its next "
-                f"observation, so one slot leaves nothing to sample), got buffer_size={buffer_size!r} with "
-                f"n_envs={n_envs!r}: {slots_per_env} slot per env"
-            )
+        check_memory_optimization(optimize_memory_usage, buffer_size, n_envs)
         if isinstance(observation_space, spaces.Dict):
             raise ValueError(
                 "PrioritizedReplayBuffer stores array observations, but observation_space is a Dict: use "

@@ -80,3 +80,17 @@ def checked_choice(name: str, value: Any, choices: Sequence[str]) -> str:
     if isinstance(value, str) and value in choices:
         return value
     raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}")
+
+
+def check_memory_optimization(optimize_memory_usage: bool, buffer_size: int, n_envs: int) -> None:
+    """
+    Raise ``ValueError`` where ``optimize_memory_usage=True`` leaves one slot per env (SB3's split of ``buffer_size``
+    over the envs): the slot being written has lost its next observation, so nothing could ever be sampled.
+    """
+    slots_per_env = max(int(buffer_size) // max(int(n_envs), 1), 1)
+    if optimize_memory_usage and slots_per_env < 2:
+        raise ValueError(
+            f"optimize_memory_usage=True needs at least 2 slots per env (the slot being written has lost its next "
+            f"observation, so one slot leaves nothing to sample), got buffer_size={buffer_size!r} with "
+            f"n_envs={n_envs!r}: {slots_per_env} slot per env"
+        )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -19,7 +19,61 @@ from sb3_per.schemes.base import CriticLoss
 from sb3_per.schemes.losses import weighted_huber_loss
 
 
-class DQN(PrioritizedReplayMixin, stable_baselines3.DQN):
+class DQNTrainingSteps(PrioritizedReplayMixin):
+    """
+    SB3's ``DQN.train`` with its gradient step in ``_critic_step``, which takes its batch as an argument, for
+    ``sb3_per.DQN`` and ``sb3_per.QRDQN`` (sb3-contrib's QR-DQN trains as DQN does, with a quantile network: it
+    replaces the step).
+    """
+
+    # LA3P prioritizes an actor's batches: DQN and QR-DQN have none.
+    has_actor = False
+
+    # Set by SB3's DQN or sb3-contrib's QRDQN (the host class)
+    policy: Any
+    _n_updates: int
+    _update_learning_rate: Callable[[list[th.optim.Optimizer] | th.optim.Optimizer], None]
+
+    def elementwise_critic_loss(self, q_values: Sequence[th.Tensor], targets: th.Tensor) -> th.Tensor:
+        """SB3's DQN loss (the Huber loss) per sample, shape (batch_size, 1) (QR-DQN: on its quantiles' means)."""
+        (q,) = q_values
+        return F.smooth_l1_loss(q, targets, reduction="none")
+
+    def _train_with_scheme(
+        self, scheme: ReplayScheme, batches: BatchSource, gradient_steps: int, batch_size: int
+    ) -> None:
+        """
+        SB3's ``DQN.train`` (as of stable-baselines3 2.9; sb3-contrib's ``QRDQN.train`` is the same loop), its
+        gradient step in ``_critic_step`` on each batch the scheme gives, with the priority write-back after it
+        (``PER:``).
+        """
+        # Switch to train mode (this affects batch norm / dropout)
+        self.policy.set_training_mode(True)
+        # Update learning rate according to schedule
+        self._update_learning_rate(self.policy.optimizer)
+
+        losses = []
+        for _ in range(gradient_steps):
+            for update in self._updates(scheme, batches, batch_size, False, self._sb3_critic_loss):
+                loss, step = self._critic_step(update.critic_batch, update.critic_loss)
+                losses.append(loss.item())
+                self._write_back(scheme, batches, step)  # PER
+
+        # Increase update counter
+        self._n_updates += gradient_steps
+
+        self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
+        self.logger.record("train/loss", np.mean(losses))
+
+    def _critic_step(self, replay_data: Any, loss_of: CriticLoss) -> tuple[th.Tensor, CriticStep]:
+        """
+        The host algorithm's gradient step on the batch, with the loss the replay scheme gives it: the loss, and what
+        the step computed (``sb3_per.DQN``'s and ``sb3_per.QRDQN``'s).
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not implement its gradient step")
+
+
+class DQN(DQNTrainingSteps, stable_baselines3.DQN):
     """
     Deep Q-Network (DQN) that makes use of a ``PrioritizedReplayBuffer``: a drop-in subclass of
     ``stable_baselines3.DQN``, with the same parameters.
@@ -45,19 +99,11 @@ class DQN(PrioritizedReplayMixin, stable_baselines3.DQN):
         training with any other
     """
 
-    # LA3P prioritizes an actor's batches: DQN has none.
-    has_actor = False
-
     def _sb3_critic_loss(
         self, current_q_values: Sequence[th.Tensor], target_q_values: th.Tensor, weights: th.Tensor | None
     ) -> th.Tensor:
         (q_values,) = current_q_values
         return weighted_huber_loss(q_values, target_q_values, weights)
-
-    def elementwise_critic_loss(self, q_values: Sequence[th.Tensor], targets: th.Tensor) -> th.Tensor:
-        """SB3's DQN loss (the Huber loss) per sample, shape (batch_size, 1)."""
-        (q,) = q_values
-        return F.smooth_l1_loss(q, targets, reduction="none")
 
     def target_q_values(self, batch: Any) -> Sequence[th.Tensor]:
         """The target network's Q-values of the batch's actions, shape (batch_size, 1), without gradient."""
@@ -123,31 +169,6 @@ class DQN(PrioritizedReplayMixin, stable_baselines3.DQN):
             device=device,
             _init_setup_model=_init_setup_model,
         )
-
-    def _train_with_scheme(
-        self, scheme: ReplayScheme, batches: BatchSource, gradient_steps: int, batch_size: int
-    ) -> None:
-        """
-        SB3's ``DQN.train`` (as of stable-baselines3 2.9), its gradient step in ``_critic_step`` on each batch the
-        scheme gives, with the priority write-back after it (``PER:``).
-        """
-        # Switch to train mode (this affects batch norm / dropout)
-        self.policy.set_training_mode(True)
-        # Update learning rate according to schedule
-        self._update_learning_rate(self.policy.optimizer)
-
-        losses = []
-        for _ in range(gradient_steps):
-            for update in self._updates(scheme, batches, batch_size, False, self._sb3_critic_loss):
-                loss, step = self._critic_step(update.critic_batch, update.critic_loss)
-                losses.append(loss.item())
-                self._write_back(scheme, batches, step)  # PER
-
-        # Increase update counter
-        self._n_updates += gradient_steps
-
-        self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
-        self.logger.record("train/loss", np.mean(losses))
 
     def _critic_step(self, replay_data: Any, loss_of: CriticLoss) -> tuple[th.Tensor, CriticStep]:
         """

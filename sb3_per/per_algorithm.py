@@ -84,6 +84,30 @@ def check_replay_scheme(replay_scheme: ReplayScheme | None, algorithm: Any) -> R
     return replay_scheme
 
 
+def buffer_kwargs_with_scheme_settings(
+    replay_scheme: ReplayScheme | None,
+    algorithm: Any,
+    replay_buffer_class: type[ReplayBuffer] | None,
+    replay_buffer_kwargs: dict[str, Any],
+) -> dict[str, Any]:
+    """
+    ``replay_buffer_kwargs`` over the scheme's paper settings (``ReplayScheme.buffer_settings``): the user's values
+    win. Unchanged where there is no scheme or the buffer is not prioritized.
+
+    :param replay_scheme: the model's scheme
+    :param algorithm: the algorithm's class
+    :param replay_buffer_class: the model's buffer class
+    :param replay_buffer_kwargs: the user's buffer arguments (left as they are: the result is a new dict)
+    """
+    if (
+        replay_scheme is None
+        or replay_buffer_class is None
+        or not issubclass(replay_buffer_class, PrioritizedBufferMixin)
+    ):
+        return replay_buffer_kwargs
+    return {**replay_scheme.buffer_settings(algorithm), **replay_buffer_kwargs}
+
+
 class PrioritizedReplayMixin:
     """
     Mixin for an SB3 off-policy algorithm (put it first among the bases: ``class TD3(PrioritizedReplayMixin,
@@ -109,8 +133,10 @@ class PrioritizedReplayMixin:
 
     #: Whether the algorithm has an actor (a scheme that prioritizes an actor's batches needs one)
     has_actor: ClassVar[bool] = True
-    #: Whether the algorithm's critics are quantile distributions (TQC), whose loss a scheme cannot replace
+    #: Whether the algorithm's critics are quantile distributions (TQC, QR-DQN), whose loss a scheme cannot replace
     quantile_critics: ClassVar[bool] = False
+    #: Whether they are an ensemble of quantile critics (TQC's ``n_critics``), whose disagreement UPER measures
+    quantile_ensemble: ClassVar[bool] = False
     #: The factor in front of the sum over critics of the MSE in the SB3 algorithm's critic loss (SAC: 0.5)
     critic_loss_scale: ClassVar[float] = 0.5
 
@@ -136,7 +162,12 @@ class PrioritizedReplayMixin:
         self.replay_telemetry = ReplayTelemetry()
 
     def _setup_model(self) -> None:
+        # Every way a scheme arrives (the constructor, load's keyword or custom_objects) is checked here
+        check_replay_scheme(self.replay_scheme, type(self))
         check_replay_buffer_arguments(self.replay_buffer_class, self.replay_buffer_kwargs)
+        self.replay_buffer_kwargs = buffer_kwargs_with_scheme_settings(
+            self.replay_scheme, type(self), self.replay_buffer_class, self.replay_buffer_kwargs
+        )
         self._give_gamma_to_the_replay_buffer()
         super()._setup_model()  # type: ignore[misc]
         self._check_replay_buffer(self.replay_buffer)
@@ -213,7 +244,7 @@ class PrioritizedReplayMixin:
         :param path: Path to the pickled replay buffer.
         :param truncate_last_traj: When using ``HerReplayBuffer`` (SB3's parameter)
         """
-        previous = self.replay_buffer
+        previous = getattr(self, "replay_buffer", None)  # SB3's HER tests delete the buffer before loading one
         super().load_replay_buffer(path, truncate_last_traj)  # type: ignore[misc]
         loaded = self.replay_buffer
         try:
@@ -222,7 +253,7 @@ class PrioritizedReplayMixin:
         except ValueError:
             self.replay_buffer = previous  # a refused buffer leaves the model as it was
             raise
-        changes = _changed_replay(previous, loaded)
+        changes = "" if previous is None else _changed_replay(previous, loaded)  # none replaced: nothing changed
         if changes:
             warnings.warn(
                 f"the loaded {type(loaded).__name__} replaces the model's {type(previous).__name__}: {changes}",

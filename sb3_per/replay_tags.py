@@ -20,6 +20,8 @@ from gymnasium import spaces
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.vec_env import VecNormalize
 
+from sb3_per.checks import check_memory_optimization
+
 UNKNOWN_TAG = -1
 #: The most distinct tags a buffer stores at once: each has a slot, and the telemetry logs keys per tag. Past it, a new
 #: tag takes the slot of a tag none of whose transitions is stored any more.
@@ -230,6 +232,7 @@ class TaggedReplayBuffer(ReplayTagsMixin, ReplayBuffer):
                 f"TaggedReplayBuffer needs tag_key, the info key to tag transitions by (e.g. "
                 f"replay_buffer_kwargs=dict(tag_key='regime')), got {tag_key!r}"
             )
+        check_memory_optimization(optimize_memory_usage, buffer_size, n_envs)
         super().__init__(
             buffer_size,
             observation_space,

@@ -7,7 +7,6 @@ from typing import Any, ClassVar, cast
 
 import sb3_contrib
 import torch as th
-from sb3_contrib.common.utils import quantile_huber_loss
 from sb3_contrib.tqc.policies import TQCPolicy
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.noise import ActionNoise
@@ -16,39 +15,7 @@ from stable_baselines3.common.type_aliases import GymEnv
 from sb3_per.sac import PolicySample, SACTrainingSteps
 from sb3_per.schemes import CriticStep, ReplayScheme
 from sb3_per.schemes.base import CriticLoss
-from sb3_per.schemes.losses import weighted_mean
-
-
-def weighted_quantile_huber_loss(
-    current_quantiles: th.Tensor, target_quantiles: th.Tensor, weights: th.Tensor | None
-) -> th.Tensor:
-    """
-    TQC's critic loss, sb3-contrib's ``quantile_huber_loss(..., sum_over_quantiles=False)``, with each sample's
-    terms weighted by its importance-sampling weight: ``mean_i(w_i * mean(rho_tau(delta_i)))``, the inner mean over
-    the critics, the quantiles and the target quantiles; equal to the mean of ``w_i * rho_tau(delta)`` over all of
-    them, as each sample has as many terms. Each sample's terms are averaged before its weight is applied, so that
-    the backward pass never spreads a weight over every term (on TQC's 2 x 25 quantiles and 46 target quantiles
-    that cost PER-TQC about 6% of a gradient step); in floating point the two orders round differently (by about
-    1e-8 of the loss). With ``weights=None`` or all weights one it is sb3-contrib's function itself: the same value
-    and gradient bit for bit. Checking for unit weights reads them on the CPU, one wait for the device a step, as
-    the priority write-back does anyway.
-
-    :param current_quantiles: the critics' quantiles, (batch_size, n_critics, n_quantiles)
-    :param target_quantiles: the target quantiles, (batch_size, 1, n_target_quantiles), without gradient
-    :param weights: one weight per sample, shape (batch_size, 1) or (batch_size,); ``None``: unweighted
-    :return: the scalar loss
-    """
-    if weights is None or bool((weights == 1).all()):
-        return quantile_huber_loss(current_quantiles, target_quantiles, sum_over_quantiles=False)
-    # sb3-contrib's arithmetic, term for term, before its mean
-    n_quantiles = current_quantiles.shape[-1]
-    cum_prob = (th.arange(n_quantiles, device=current_quantiles.device, dtype=th.float) + 0.5) / n_quantiles
-    cum_prob = cum_prob.view(1, 1, -1, 1)
-    pairwise_delta = target_quantiles.unsqueeze(-2) - current_quantiles.unsqueeze(-1)
-    abs_pairwise_delta = th.abs(pairwise_delta)
-    huber_loss = th.where(abs_pairwise_delta > 1, abs_pairwise_delta - 0.5, pairwise_delta**2 * 0.5)
-    loss = th.abs(cum_prob - (pairwise_delta.detach() < 0).float()) * huber_loss
-    return (weights.reshape(-1) * loss.mean(dim=(1, 2, 3))).mean()
+from sb3_per.schemes.losses import weighted_mean, weighted_quantile_huber_loss
 
 
 def per_critic_means(quantiles: th.Tensor) -> tuple[th.Tensor, ...]:
@@ -84,6 +51,7 @@ class TQC(SACTrainingSteps, sb3_contrib.TQC):
     """
 
     quantile_critics: ClassVar[bool] = True
+    quantile_ensemble: ClassVar[bool] = True
     # sb3-contrib's TQC narrows these from its base classes' types; mypy requires the mixin's declarations to equal
     # those of every later base unless the class itself declares them.
     policy: TQCPolicy

@@ -298,18 +298,34 @@ class ReplayScheme(ABC):
         """
         Raise ``ValueError`` if the scheme cannot train ``algorithm``.
 
-        :param algorithm: the algorithm's class (its ``has_actor`` and ``quantile_critics`` say what it is)
+        :param algorithm: the algorithm's class (its ``has_actor``, ``quantile_critics`` and ``quantile_ensemble`` say
+            what it is)
         """
         name = algorithm.__name__
         if self.needs_actor and not algorithm.has_actor:
             raise ValueError(f"{self!r} prioritizes an actor's batches, but {name} has no actor")
+        if self.separate_actor_batches and not algorithm.has_actor:
+            raise ValueError(
+                f"{self!r} samples a batch of its own for the actor, but {name} has no actor: leave "
+                "uniform_actor_batch out"
+            )
         if self.replaces_critic_loss and algorithm.quantile_critics:
+            schemes = "PER(), ReLo() or UPER()" if algorithm.quantile_ensemble else "PER() or ReLo()"
             raise ValueError(
                 f"{self!r} replaces the critic loss by one on Q-values, but {name}'s critics are quantile "
-                "distributions: use PER(), ReLo() or UPER()"
+                f"distributions: use {schemes}"
             )
         if self.needs_quantile_critics and not algorithm.quantile_critics:
             raise ValueError(f"{self!r} needs quantile critics (sb3_per.TQC), but {name}'s are not")
+
+    def buffer_settings(self, algorithm: Any) -> dict[str, Any]:
+        """
+        The prioritized buffer's settings of the scheme's paper for ``algorithm``, which an ``sb3_per`` algorithm puts
+        under the user's ``replay_buffer_kwargs`` (the user's values win): none, unless the scheme says otherwise.
+
+        :param algorithm: the algorithm's class (its ``has_actor`` says whether it is an actor-critic)
+        """
+        return {}
 
     @abstractmethod
     def check_buffer(self, buffer: ReplayBuffer | None) -> None:

@@ -10,7 +10,7 @@ import torch as th
 from sb3_per.checks import checked_choice
 from sb3_per.schemes.base import Critics, CriticStep, online_critic_loss
 from sb3_per.schemes.expected_td import ExpectedTD, TDErrorRegressor, signed_td_errors
-from sb3_per.schemes.relo import ReLo, reducible_loss
+from sb3_per.schemes.relo import ReLo, reducible_loss, relo_buffer_settings
 
 #: How ExpectedReLo makes its priority of the reducible loss and the expected TD error (see ``ExpectedReLo``)
 EXPECTED_RELO_SIGNALS = ("expected", "expected_root", "gated", "signal_share")
@@ -73,7 +73,8 @@ class ExpectedReLo(ExpectedTD):
     (which ignores pure noise). No paper; the reasons and the evidence are on its page
     (docs/methods/expected_relo.md).
 
-    PER's sampling and importance-weighted critic and actor losses, ReLo's buffer settings. After each critic step,
+    PER's sampling and importance-weighted critic and actor losses, ReLo's buffer settings (``relo_buffer_settings``,
+    set under the user's ``replay_buffer_kwargs``). After each critic step,
     ``h(s, a)``, ExpectedTD's regressor of the signed TD errors (kept on the model as ``replay_scheme_state``), takes
     one Adam step on the critic's batch, then each sampled transition's priority becomes, with ``signal``:
 
@@ -110,6 +111,9 @@ class ExpectedReLo(ExpectedTD):
     def __post_init__(self) -> None:
         super().__post_init__()
         checked_choice("signal", self.signal, EXPECTED_RELO_SIGNALS)
+
+    def buffer_settings(self, algorithm: Any) -> dict[str, Any]:
+        return relo_buffer_settings(algorithm)
 
     def make_state(self, algorithm: Any) -> TDErrorRegressor:
         return TDErrorRegressor(

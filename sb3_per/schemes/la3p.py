@@ -22,6 +22,7 @@ from sb3_per.schemes.base import (
     ReplayUpdate,
     check_prioritized_buffer,
 )
+from sb3_per.schemes.lap import LAP_ALPHA
 from sb3_per.schemes.losses import lap_loss, pal_loss
 
 #: LA3P's schedules (see ``LA3P``)
@@ -43,8 +44,9 @@ class LA3P(ReplayScheme):
     actor step on the uniform + inverse parts: the optimizer steps of uniform SAC/TD3, on batches of ``N``.
     ``"paper"`` is the authors' schedule: critic and actor steps on the uniform part, then a critic step on the
     prioritized and an actor step on the inverse part, the target networks updated after each pair. Needs a
-    proportional ``PrioritizedReplayBuffer`` with ``inverse_sampling=True``. Logs ``train/per_priority_mean`` and
-    ``train/per_priority_max``.
+    proportional ``PrioritizedReplayBuffer`` with ``inverse_sampling=True``, which the scheme sets, with the
+    buffer's ``alpha`` at ``pal_alpha``, unless ``replay_buffer_kwargs`` give other values. Logs
+    ``train/per_priority_mean`` and ``train/per_priority_max``.
 
     Deviations from the authors' code: ``budget="matched"`` is this library's (theirs is ``"paper"``); the uniform
     batch's priorities are written back as the others (as theirs); SAC's entropy-coefficient step runs before the
@@ -65,7 +67,7 @@ class LA3P(ReplayScheme):
 
     fraction: float = 0.5
     budget: str = "matched"
-    pal_alpha: float = 0.4
+    pal_alpha: float = LAP_ALPHA
     min_priority: float = 1.0
     td_error_reduction: str = "max"
 
@@ -83,6 +85,10 @@ class LA3P(ReplayScheme):
     @property
     def separate_actor_batches(self) -> bool:
         return True
+
+    def buffer_settings(self, algorithm: Any) -> dict[str, Any]:
+        """``alpha=pal_alpha`` (PAL's loss is LAP's expected gradient at the same exponent) and ``inverse_sampling``."""
+        return {"alpha": self.pal_alpha, "inverse_sampling": True}
 
     def check_buffer(self, buffer: ReplayBuffer | None) -> None:
         check_prioritized_buffer(self, buffer, inverse=True)

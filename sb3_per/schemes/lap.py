@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import torch as th
 from stable_baselines3.common.buffers import ReplayBuffer
@@ -22,6 +22,9 @@ from sb3_per.schemes.base import (
 )
 from sb3_per.schemes.losses import lap_loss
 
+#: LAP's priority exponent in the paper (and LA3P's), the buffer's ``alpha`` that ``LAP`` and ``LA3P`` set
+LAP_ALPHA = 0.4
+
 
 @dataclass(frozen=True)
 class LAP(ReplayScheme):
@@ -31,8 +34,9 @@ class LAP(ReplayScheme):
     github.com/sfujim/LAP-PAL).
 
     Batches are sampled in proportion to ``max(|d_i|, kappa) ** alpha`` (``kappa = min_priority``; the buffer's
-    ``alpha``, 0.4 in the paper) and the critic's loss is the unweighted Huber loss with threshold ``kappa``, summed
-    over the critics (``lap_loss``): in expectation the gradient of the mean squared error under uniform sampling.
+    ``alpha``, the paper's 0.4 unless ``replay_buffer_kwargs`` give another) and the critic's loss is the unweighted
+    Huber loss with threshold ``kappa``, summed over the critics (``lap_loss``): in expectation the gradient of the
+    mean squared error under uniform sampling.
     The importance-sampling weights are not used. Needs a proportional ``PrioritizedReplayBuffer`` whose priorities
     follow the TD errors. Logs ``train/per_priority_mean`` and ``train/per_priority_max``.
 
@@ -62,6 +66,10 @@ class LAP(ReplayScheme):
     @property
     def separate_actor_batches(self) -> bool:
         return self.uniform_actor_batch
+
+    def buffer_settings(self, algorithm: Any) -> dict[str, Any]:
+        """The paper's priority exponent, ``alpha=0.4``."""
+        return {"alpha": LAP_ALPHA}
 
     def check_buffer(self, buffer: ReplayBuffer | None) -> None:
         check_prioritized_buffer(self, buffer)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import torch as th
 from stable_baselines3.common.buffers import ReplayBuffer
@@ -74,14 +74,6 @@ class PER(ReplayScheme):
     @property
     def separate_actor_batches(self) -> bool:
         return self.uniform_actor_batch
-
-    def check_algorithm(self, algorithm: Any) -> None:
-        super().check_algorithm(algorithm)
-        if self.uniform_actor_batch and not algorithm.has_actor:
-            raise ValueError(
-                f"{self!r} samples a batch of its own for the actor, but {algorithm.__name__} has no actor: leave "
-                "uniform_actor_batch out"
-            )
 
     def check_buffer(self, buffer: ReplayBuffer | None) -> None:
         if not isinstance(buffer, PrioritizedBufferMixin):

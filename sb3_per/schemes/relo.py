@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import torch as th
 from stable_baselines3.common.buffers import ReplayBuffer
@@ -24,6 +24,17 @@ from sb3_per.schemes.base import (
     online_critic_loss,
 )
 from sb3_per.schemes.per import PER
+
+#: The ReLo authors' priority offset, added to the reducible loss (their SAC and DQN)
+RELO_EPSILON = 1e-5
+
+
+def relo_buffer_settings(algorithm: Any) -> dict[str, Any]:
+    """
+    The ReLo authors' buffer settings for ``algorithm`` (its class): ``alpha`` 0.5 for an actor-critic (their SAC) or
+    0.6 without an actor (their DQN), ``epsilon`` 1e-5, IS weights normalised by the batch's largest.
+    """
+    return {"alpha": 0.5 if algorithm.has_actor else 0.6, "epsilon": RELO_EPSILON, "weight_normalization": "batch"}
 
 
 def reducible_loss(step: CriticStep, critics: Critics) -> th.Tensor:
@@ -52,14 +63,16 @@ class ReLo(ReplayScheme):
     ``L_on`` the online critics' per-sample loss on its ``(s, a)`` and TD target ``y`` (from the forward pass that gave
     the loss, before the optimizer step), ``L_tgt`` the same loss of the target critics on the same ``(s, a)`` and
     ``y`` (one extra forward pass without gradient), each averaged over the critics; the buffer stores
-    ``(priority + epsilon) ** alpha``. The loss is the algorithm's own kind: the squared error for SAC, TD3 and DDPG,
-    the Huber loss for DQN, as the authors' SAC and DQN. The actor's loss is weighted by the batch's IS weights too,
-    as the authors' SAC does (SAC's entropy-coefficient loss is not, nor is it there). Logs ``PER``'s keys.
+    ``(priority + epsilon) ** alpha``. The loss is the algorithm's own kind: the squared error for SAC, TD3 and DDPG
+    (TQC: on the critics' means), the Huber loss for DQN (QR-DQN: on the quantiles' means), as the authors' SAC and
+    DQN. The actor's loss is weighted by the batch's IS weights too, as the authors' SAC does (SAC's
+    entropy-coefficient loss is not, nor is it there). Logs ``PER``'s keys.
 
-    The authors' settings: buffer ``alpha`` 0.5 (SAC) or 0.6 (DQN), ``epsilon`` 1e-5 added to the priority, IS weights
-    normalised by the batch's largest (``weight_normalization="batch"``), beta from 0.4. Set ``epsilon`` relative to
-    the task's squared TD errors: on a task whose losses are about 1e-5 (the pairs env) the authors' epsilon is as
-    large as the priorities themselves.
+    The authors' settings, which the scheme gives the buffer under the user's ``replay_buffer_kwargs``
+    (``relo_buffer_settings``): ``alpha`` 0.5 (SAC) or 0.6 (DQN), ``epsilon`` 1e-5 added to the priority, IS weights
+    normalised by the batch's largest (``weight_normalization="batch"``); beta from 0.4, the buffer's default. Set
+    ``epsilon`` relative to the task's squared TD errors: on a task whose losses are about 1e-5 (the pairs env) the
+    authors' epsilon is as large as the priorities themselves.
 
     Deviations from the authors' code: beta anneals linearly as the buffer says (``beta_anneal_steps``; theirs
     compounds a per-step increase in SAC, ``beta += t / T * (1 - beta)``, reaching about 0.99 within 3k steps, and is
@@ -73,6 +86,9 @@ class ReLo(ReplayScheme):
 
     uses_importance_weights: ClassVar[bool] = True
     logger_keys: ClassVar[tuple[str, ...]] = PER.logger_keys
+
+    def buffer_settings(self, algorithm: Any) -> dict[str, Any]:
+        return relo_buffer_settings(algorithm)
 
     def check_buffer(self, buffer: ReplayBuffer | None) -> None:
         check_prioritized_buffer(self, buffer)

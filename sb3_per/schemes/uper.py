@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import torch as th
 from stable_baselines3.common.buffers import ReplayBuffer
@@ -81,6 +81,8 @@ class UPER(ReplayScheme):
     ensemble network that ``ensc51`` uses overwrites it with the variance of the mean Q-value over the actions, which
     has no counterpart for a continuous action. ``td_error_reduction`` (PER's option) shapes only the TD errors of the
     telemetry, never the priority. With TQC's default of 2 critics the epistemic term rests on two samples.
+    ``sb3_per.QRDQN``, one quantile network where the paper's QR-DQN is an ensemble of heads, is refused: its
+    epistemic term would always be 0.
 
     :param min_aleatoric: the floor of the aleatoric variance in the ratio, > 0 (default 1e-12, far below the
         variances of returns on any task this library knows)
@@ -95,6 +97,15 @@ class UPER(ReplayScheme):
     def __post_init__(self) -> None:
         super().__post_init__()
         checked_number("min_aleatoric", self.min_aleatoric, low=0.0, low_open=True)
+
+    def check_algorithm(self, algorithm: Any) -> None:
+        super().check_algorithm(algorithm)
+        if not algorithm.quantile_ensemble:
+            raise ValueError(
+                f"{self!r} measures the disagreement of an ensemble of quantile critics (sb3_per.TQC's), but "
+                f"{algorithm.__name__} has one quantile network, on which its epistemic term is always 0: use PER() "
+                "or ReLo()"
+            )
 
     def check_buffer(self, buffer: ReplayBuffer | None) -> None:
         check_prioritized_buffer(self, buffer)

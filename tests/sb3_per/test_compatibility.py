@@ -12,7 +12,7 @@ import stable_baselines3
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import SubprocVecEnv, VecNormalize
 
-from sb3_per import DQN, PER, SAC, TQC, UPER, PrioritizedReplayBuffer, ReLo
+from sb3_per import DQN, PER, QRDQN, SAC, TQC, UPER, PrioritizedReplayBuffer, ReLo
 
 
 def small(**kwargs) -> dict:
@@ -88,8 +88,9 @@ def test_the_progress_bar_counts_the_steps(capsys):
         (SAC, stable_baselines3.SAC, "Pendulum-v1", ReLo()),
         (DQN, stable_baselines3.DQN, "CartPole-v1", PER()),
         (TQC, sb3_contrib.TQC, "Pendulum-v1", UPER()),
+        (QRDQN, sb3_contrib.QRDQN, "CartPole-v1", ReLo()),
     ],
-    ids=["PER-SAC", "ReLo-SAC", "PER-DQN", "UPER-TQC"],
+    ids=["PER-SAC", "ReLo-SAC", "PER-DQN", "UPER-TQC", "ReLo-QRDQN"],
 )
 def test_stock_sb3_loads_the_model_and_acts_the_same(tmp_path, ours, stock, env_id, scheme):
     model = ours("MlpPolicy", env_id, replay_scheme=scheme, **small(learning_starts=50))

@@ -228,8 +228,13 @@ def test_la3p_with_dqn_raises():
     ("buffer_class", "buffer_kwargs", "message"),
     [
         (None, None, r"LA3P\(.*\) samples in proportion .* ReplayBuffer"),
-        (PrioritizedReplayBuffer, {"prioritization": "rank"}, r"LA3P\(.*\) .* rank-based"),
-        (PrioritizedReplayBuffer, {}, r"LA3P\(.*\) .* inverse_sampling=True"),
+        # LA3P sets inverse_sampling=True, which the buffer refuses with rank-based prioritization
+        (
+            PrioritizedReplayBuffer,
+            {"prioritization": "rank"},
+            r"inverse_sampling=True needs prioritization='proportional'",
+        ),
+        (PrioritizedReplayBuffer, {"inverse_sampling": False}, r"LA3P\(.*\) .* inverse_sampling=True"),
     ],
 )
 def test_la3p_refuses_a_buffer_it_cannot_sample_from(buffer_class, buffer_kwargs, message):

@@ -60,6 +60,20 @@ def test_load_refuses_what_the_constructor_refuses_with_its_message(saved, algor
         algorithm.load(saved[model], replay_scheme=scheme)
 
 
+@pytest.mark.parametrize(
+    ("algorithm", "model", "scheme", "message"),
+    [
+        (DQN, "dqn", PER(uniform_actor_batch=True), r"samples a batch of its own for the actor, but DQN has no actor"),
+        (SAC, "sac", UPER(), r"UPER\(.*\) needs quantile critics"),
+        (SAC, "sac", "PER()", r"replay_scheme must be a replay scheme .* or None, got 'PER\(\)'"),
+    ],
+    ids=["uniform-actor-batch-on-DQN", "UPER-on-SAC", "a-string"],
+)
+def test_a_scheme_given_in_custom_objects_gets_the_same_checks(saved, algorithm, model, scheme, message):
+    with pytest.raises(ValueError, match=message):
+        algorithm.load(saved[model], custom_objects={"replay_scheme": scheme})
+
+
 def test_load_refuses_a_scheme_that_cannot_sample_the_saved_buffer_class(saved):
     model = SAC("MlpPolicy", "Pendulum-v1", **small())  # SB3's uniform buffer
     model.save(saved["sac"].parent / "uniform.zip")

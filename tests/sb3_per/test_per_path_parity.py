@@ -1,5 +1,5 @@
 """The PER code path is SB3's arithmetic: with alpha = 0 (uniform sampling, unit weights) it trains exactly as
-SB3's (and sb3-contrib's TQC's) own ``train`` does on the same batches, bit for bit."""
+SB3's (and sb3-contrib's TQC's and QR-DQN's) own ``train`` does on the same batches, bit for bit."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import stable_baselines3
 import torch as th
 from stable_baselines3.common.logger import Logger
 
-from sb3_per import DDPG, DQN, SAC, TD3, TQC, PrioritizedReplayBuffer
+from sb3_per import DDPG, DQN, QRDQN, SAC, TD3, TQC, PrioritizedReplayBuffer
 
 # ours, SB3's, env
 ALGORITHMS = {
@@ -21,6 +21,7 @@ ALGORITHMS = {
     "DDPG": (DDPG, stable_baselines3.DDPG, "Pendulum-v1"),
     "DQN": (DQN, stable_baselines3.DQN, "CartPole-v1"),
     "TQC": (TQC, sb3_contrib.TQC, "Pendulum-v1"),
+    "QRDQN": (QRDQN, sb3_contrib.QRDQN, "CartPole-v1"),
 }
 GRADIENT_STEPS = 3
 
@@ -68,6 +69,6 @@ def test_per_path_with_alpha_zero_is_sb3s_train_on_the_same_batches(monkeypatch,
         assert all(th.equal(batch.weights, th.ones_like(batch.weights)) for batch in batches)
         assert model._n_updates == reference._n_updates
         assert_same_parameters(model, reference)
-        loss_key = "train/loss" if name == "DQN" else "train/critic_loss"
+        loss_key = "train/loss" if name in ("DQN", "QRDQN") else "train/critic_loss"
         assert model.logger.name_to_value[loss_key] == reference.logger.name_to_value[loss_key]
     assert model.replay_buffer.n_priority_updates == 2 * GRADIENT_STEPS  # the PER path ran

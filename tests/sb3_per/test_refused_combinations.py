@@ -8,7 +8,7 @@ import pytest
 from gymnasium import spaces
 from stable_baselines3.common.buffers import ReplayBuffer
 
-from sb3_per import DQN, PER, SAC, TQC, PrioritizedReplayBuffer, TaggedReplayBuffer
+from sb3_per import DQN, LAP, PER, SAC, TQC, PrioritizedReplayBuffer, TaggedReplayBuffer
 
 
 @pytest.mark.parametrize("scheme", [PER(), PER(priority="loss"), PER(uniform_actor_batch=True)], ids=repr)
@@ -29,14 +29,10 @@ def test_per_on_a_tagged_uniform_buffer_is_refused_and_the_default_still_gives_i
     assert SAC("MlpPolicy", "Pendulum-v1", **tagged).replay_scheme is None
 
 
-def test_a_uniform_actor_batch_without_an_actor_is_refused():
+@pytest.mark.parametrize("scheme", [PER(uniform_actor_batch=True), LAP(uniform_actor_batch=True)], ids=repr)
+def test_a_uniform_actor_batch_without_an_actor_is_refused(scheme):
     with pytest.raises(ValueError, match=r"samples a batch of its own for the actor, but DQN has no actor"):
-        DQN(
-            "MlpPolicy",
-            "CartPole-v1",
-            replay_buffer_class=PrioritizedReplayBuffer,
-            replay_scheme=PER(uniform_actor_batch=True),
-        )
+        DQN("MlpPolicy", "CartPole-v1", replay_buffer_class=PrioritizedReplayBuffer, replay_scheme=scheme)
     model = DQN("MlpPolicy", "CartPole-v1", replay_buffer_class=PrioritizedReplayBuffer, replay_scheme=PER())
     assert model.replay_scheme == PER()  # PER itself trains DQN
 
@@ -50,7 +46,8 @@ def test_the_training_scheme_shows_what_trains_when_replay_scheme_is_left_out():
 
 
 def test_an_sb3_contrib_algorithm_that_never_writes_priorities_is_named_in_a_short_run():
-    """A 600-step try of QRDQN with the prioritized buffer warns at its second training call, not after 100."""
+    """A 600-step try of sb3-contrib's QRDQN with the prioritized buffer warns at its second training call, not after
+    100, and points to sb3_per.QRDQN."""
     from sb3_contrib import QRDQN
 
     model = QRDQN(
@@ -62,7 +59,7 @@ def test_an_sb3_contrib_algorithm_that_never_writes_priorities_is_named_in_a_sho
         policy_kwargs={"net_arch": [8]},
         seed=0,
     )
-    with pytest.warns(UserWarning, match=r"never updated, .* QRDQN and CrossQ among them, never do"):
+    with pytest.warns(UserWarning, match=r"never updated, .* `sb3_per\.QRDQN` .* sb3-contrib's QRDQN and CrossQ among"):
         model.learn(600)
     assert model.replay_buffer.n_priority_updates == 0
 
@@ -73,6 +70,8 @@ def test_optimize_memory_usage_with_one_slot_per_env_is_refused_naming_the_slots
     memory_saving = {"optimize_memory_usage": True, "handle_timeout_termination": False}
     with pytest.raises(ValueError, match=rf"got buffer_size={buffer_size} with n_envs={n_envs}: 1 slot per env"):
         PrioritizedReplayBuffer(buffer_size, box, box, n_envs=n_envs, **memory_saving)
+    with pytest.raises(ValueError, match=rf"got buffer_size={buffer_size} with n_envs={n_envs}: 1 slot per env"):
+        TaggedReplayBuffer(buffer_size, box, box, n_envs=n_envs, tag_key="t", **memory_saving)
     buffer = PrioritizedReplayBuffer(2 * n_envs, box, box, n_envs=n_envs, **memory_saving)
     observation = np.zeros((n_envs, 3), dtype=np.float32)
     for _ in range(3):  # full, and the slot being written has no next observation: the other one is sampled
