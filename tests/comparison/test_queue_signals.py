@@ -58,6 +58,9 @@ def test_a_signal_to_the_queue_stops_its_training_and_the_queue(tmp_path, script
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # As from a terminal: a shell started in the background (`cmd &`, as a CI runner or nohup may start pytest)
+        # passes SIGINT on ignored, and bash cannot trap a signal ignored on entry
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     pid_file = tmp_path / "training.pid"
     deadline = time.monotonic() + 30
