@@ -338,10 +338,11 @@ def compare_parser(described: bool = True) -> argparse.ArgumentParser:
         choices=list(VARIANTS) if described else VARIANT_NAMES,
         default=None,
         help="replay variants (default: the preset's: uniform per, and with --full also lap la3p faded rank pal relo "
-        "expected_td): uniform (SB3), per (proportional PER), rank (rank-based PER), lap (loss-adjusted "
-        "prioritization), pal (uniform replay with the prioritized approximation loss), la3p (actor prioritized "
-        "replay: LAP for the critic, 1/priority for the actor), faded (PER whose priorities halve every --half-life "
-        "env steps), relo (reducible-loss priorities), expected_td (priorities from a learned expected TD error), tqc "
+        "expected_td expected_relo_root): uniform (SB3), per (proportional PER), rank (rank-based PER), lap "
+        "(loss-adjusted prioritization), pal (uniform replay with the prioritized approximation loss), la3p (actor "
+        "prioritized replay: LAP for the critic, 1/priority for the actor), faded (PER whose priorities halve every "
+        "--half-life env steps), relo (reducible-loss priorities), expected_td (priorities from a learned expected TD "
+        "error), expected_relo_root (ReLo's priority at the expected target, its square root: ExpectedReLo), tqc "
         "(sb3-contrib's TQC, uniform replay), tqc_uper (TQC with UPER's information-gain priorities); an ablation "
         "of ReLo, in no preset: relo_online_loss (ReLo whose priority is the online critics' loss alone, without the "
         "target critics'); five ablations of PER, in no preset: per_no_is (PER's sampling, no importance weights), "

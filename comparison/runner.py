@@ -110,7 +110,7 @@ PRESETS: dict[str, Preset] = {
         20,
         dict(total_steps=100_000, eval_freq=5_000, eval_episodes=50),
         Path("docs/results/full"),
-        variants=("uniform", "per", "lap", "la3p", "faded", "rank", "pal", "relo", "expected_td"),
+        variants=("uniform", "per", "lap", "la3p", "faded", "rank", "pal", "relo", "expected_td", "expected_relo_root"),
         fewer_seeds={"rank": 10, "pal": 10},
     ),
 }

@@ -380,16 +380,16 @@ def _planned(argv, monkeypatch, tmp_path) -> tuple[list[RunConfig], Path]:
     return given["configs"], given["out"]
 
 
-def test_the_full_preset_plans_twenty_seeds_of_seven_variants_and_ten_of_rank_and_pal_seeds_outermost(
+def test_the_full_preset_plans_twenty_seeds_of_eight_variants_and_ten_of_rank_and_pal_seeds_outermost(
     monkeypatch, tmp_path
 ):
     configs, out = _planned(["--full"], monkeypatch, tmp_path)
     assert out == Path("docs/results/full")
     runs = [(config.seed, config.variant) for config in configs]
-    order = ["uniform", "per", "lap", "la3p", "faded", "rank", "pal", "relo", "expected_td"]
+    order = ["uniform", "per", "lap", "la3p", "faded", "rank", "pal", "relo", "expected_td", "expected_relo_root"]
     fewer = {"rank", "pal"}
     expected = [(seed, variant) for seed in range(20) for variant in order if seed < 10 or variant not in fewer]
-    assert runs == expected and len(runs) == 7 * 20 + 2 * 10
+    assert runs == expected and len(runs) == 8 * 20 + 2 * 10
     assert {(c.total_steps, c.eval_episodes, c.eval_freq) for c in configs} == {(100_000, 50, 5_000)}
 
 
