@@ -62,9 +62,8 @@ def build_models(args: argparse.Namespace) -> dict[str, BaseAlgorithm]:
         models["sb3_per.SAC, LA3P matched"] = sb3_per.SAC(
             "MlpPolicy",
             args.env,
-            replay_scheme=sb3_per.LA3P(),
+            replay_scheme=sb3_per.LA3P(),  # which sets the buffer's inverse_sampling=True and alpha 0.4
             replay_buffer_class=PrioritizedReplayBuffer,
-            replay_buffer_kwargs={"inverse_sampling": True, "alpha": 0.4},
             **settings,
         )
     prioritized = dict(replay_buffer_class=PrioritizedReplayBuffer, **settings)
@@ -73,6 +72,10 @@ def build_models(args: argparse.Namespace) -> dict[str, BaseAlgorithm]:
     if args.expected_td:
         models["sb3_per.SAC, ExpectedTD"] = sb3_per.SAC(
             "MlpPolicy", args.env, replay_scheme=sb3_per.ExpectedTD(), **prioritized
+        )
+    if args.expected_relo:
+        models["sb3_per.SAC, ExpectedReLo root"] = sb3_per.SAC(
+            "MlpPolicy", args.env, replay_scheme=sb3_per.ExpectedReLo(signal="expected_root"), **prioritized
         )
     if args.tqc:
         models[TQC_BASELINE] = sb3_per.TQC("MlpPolicy", args.env, **settings)
@@ -123,6 +126,11 @@ def main() -> None:
     parser.add_argument("--telemetry", action="store_true", help="also time PER with a tagged buffer's telemetry")
     parser.add_argument("--relo", action="store_true", help="also time sb3_per.SAC with replay_scheme=ReLo()")
     parser.add_argument("--expected-td", action="store_true", help="also time sb3_per.SAC with ExpectedTD()")
+    parser.add_argument(
+        "--expected-relo",
+        action="store_true",
+        help="also time sb3_per.SAC with ExpectedReLo(signal='expected_root') (target <= 1.15x uniform)",
+    )
     parser.add_argument("--tqc", action="store_true", help="also time sb3_per.TQC: uniform, with PER() and with UPER()")
     args = parser.parse_args()
     th.set_num_threads(1)
