@@ -69,10 +69,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from comparison.study import holds_config
+from comparison.study import ResultColumns, check_integer_fields, check_result_rows, finished_result_rows
 
 
 @dataclass(frozen=True)
@@ -129,17 +128,7 @@ EVALUATION_COLUMNS: tuple[str, ...] = (
 )
 #: The columns that must be finite in every row (``train_return_mean`` is NaN where no training episode ended).
 FINITE_COLUMNS = ("step", "eval_return_mean", "eval_return_std", "eval_episodes", "elapsed_s")
-
-
-def check_integer_fields(instance: Any, names: Iterable[str], minimum: int) -> None:
-    """
-    Raise ``ValueError``, naming the field and its value, unless each field ``names`` of ``instance`` is an integer
-    (not a bool) of at least ``minimum``.
-    """
-    for name in names:
-        value = getattr(instance, name)
-        if isinstance(value, bool) or not isinstance(value, int | float) or int(value) != value or value < minimum:
-            raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+RESULT_COLUMNS = ResultColumns(EVALUATION_COLUMNS, FINITE_COLUMNS, episodes="eval_episodes")
 
 
 @dataclass(frozen=True)
@@ -226,24 +215,12 @@ def check_evaluations(rows: pd.DataFrame, config: MuJoCoConfig, source: Path | s
     """
     Check that ``rows`` are ``config``'s evaluations up to step ``until`` (``total_steps``): the columns
     ``EVALUATION_COLUMNS``, one row per evaluation step in order, that task, variant and seed, the episodes asked for,
-    and finite values in ``FINITE_COLUMNS``.
+    and finite values in ``FINITE_COLUMNS`` (``comparison.study.check_result_rows``).
 
     :raises ValueError: naming ``source`` and what is wrong
     """
-    missing = [column for column in EVALUATION_COLUMNS if column not in rows.columns]
-    if missing:
-        raise ValueError(f"{source} lacks the columns {missing}")
-    expected = config.evaluation_steps(until)
-    if list(rows["step"]) != expected:
-        raise ValueError(f"{source} holds the steps {list(rows['step'])}, expected {expected}")
-    labels = rows[["task", "variant", "seed"]].drop_duplicates().values.tolist()
-    if labels != [[config.task, config.variant, config.seed]]:
-        raise ValueError(f"{source} holds rows of {labels}, expected {config.run_name}")
-    values = rows[list(FINITE_COLUMNS)].to_numpy(dtype=float)
-    if not np.isfinite(values).all():
-        raise ValueError(f"{source} has a missing or infinite value in {list(FINITE_COLUMNS)}")
-    if (rows["eval_episodes"] != config.eval_episodes).any():
-        raise ValueError(f"{source} has evaluations without {config.eval_episodes} episodes")
+    run = {"task": config.task, "variant": config.variant, "seed": config.seed}
+    check_result_rows(rows, RESULT_COLUMNS, run, config.evaluation_steps(until), config.eval_episodes, source)
 
 
 def finished_evaluations(config: MuJoCoConfig, run_dir: Path) -> pd.DataFrame | None:
@@ -254,15 +231,7 @@ def finished_evaluations(config: MuJoCoConfig, run_dir: Path) -> pd.DataFrame | 
 
     :raises ValueError: naming the file, if ``run_dir`` holds another config
     """
-    if not holds_config(config, run_dir):
-        return None
-    path = Path(run_dir) / EVALUATIONS_FILE
-    try:
-        rows = pd.read_csv(path)
-        check_evaluations(rows, config, path)
-    except (OSError, ValueError, pd.errors.ParserError):
-        return None
-    return rows
+    return finished_result_rows(config, run_dir, EVALUATIONS_FILE, check_evaluations)
 
 
 def resumed_steps(run_dir: Path) -> list[int]:

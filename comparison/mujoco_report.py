@@ -12,10 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 
-from comparison.experiment import write_atomically, write_csv_atomically, write_text_atomically
+from comparison.experiment import write_csv_atomically, write_text_atomically
 from comparison.mujoco import (
     EVALUATION_COLUMNS,
     TASKS,
@@ -33,14 +31,22 @@ from comparison.statistics import (
     same_seed_comparison,
 )
 from comparison.study import run_dir
+from comparison.study_report import (
+    SCORES,
+    by_seed,
+    collect_rows,
+    interval_cell,
+    min_max_band,
+    plot_task_curves,
+    run_scores,
+    score_table,
+)
 
 RETURNS_TABLE = "returns.csv"
 SUMMARY_FILE = "summary.md"
 CURVES_FILE = "learning_curves.png"
 #: The reference variant of every comparison.
 REFERENCE = "uniform"
-#: The scores of a run: its final evaluation return, and the area under its curve (the mean over its evaluations).
-SCORES = ("final", "auc")
 COLORS = {"uniform": "black", "per": "tab:red", "relo": "tab:blue", "la3p": "tab:green"}
 #: Published figures to read ours against (text only: other tasks, lengths and seeds than ours).
 PUBLISHED = (
@@ -64,48 +70,7 @@ PUBLISHED = (
 
 def collect_evaluations(configs: Sequence[MuJoCoConfig], out_dir: Path) -> pd.DataFrame:
     """The ``evaluations.csv`` rows of the finished runs of ``configs``, in plan order (none: the columns only)."""
-    frames = [finished_evaluations(config, run_dir(out_dir, config)) for config in configs]
-    kept = [frame for frame in frames if frame is not None]
-    return pd.concat(kept, ignore_index=True) if kept else pd.DataFrame(columns=list(EVALUATION_COLUMNS))
-
-
-def run_scores(returns: pd.DataFrame) -> pd.DataFrame:
-    """
-    One row per run (task, variant, seed), in the order of ``returns`` (each run's rows in step order): its final
-    evaluation return and the mean over its evaluations.
-    """
-    runs = returns.groupby(["task", "variant", "seed"], sort=False)["eval_return_mean"]
-    return pd.DataFrame({"final": runs.last(), "auc": runs.mean()}).reset_index()
-
-
-def by_seed(scores: pd.DataFrame, task: str, variant: str, score: str) -> dict[int, float]:
-    """``score`` of each seed of ``variant`` on ``task``."""
-    rows = scores[(scores["task"] == task) & (scores["variant"] == variant)]
-    return dict(zip(rows["seed"].astype(int), rows[score].astype(float), strict=True))
-
-
-def interval_cell(value: float, interval: tuple[float, float], digits: int = 1) -> str:
-    """``value [low, high]``, with ``digits`` decimals."""
-    return f"{value:.{digits}f} [{interval[0]:.{digits}f}, {interval[1]:.{digits}f}]"
-
-
-def score_table(scores: pd.DataFrame, task: str) -> list[str]:
-    """Markdown rows: each variant's seeds on ``task`` and the IQM of each score with its bootstrap interval."""
-    lines = [
-        f"| variant | seeds | final return IQM [{DEFAULT_BOOTSTRAP.level} CI] | AUC IQM [{DEFAULT_BOOTSTRAP.level} CI] "
-        "| final return per seed |",
-        "|---|---|---|---|---|",
-    ]
-    for variant in dict.fromkeys(scores.loc[scores["task"] == task, "variant"]):
-        cells = []
-        for score in SCORES:
-            values = list(by_seed(scores, task, variant, score).values())
-            rng = keyed_generator(0, score, task, variant)
-            cells.append(interval_cell(iqm(values), bootstrap_ci(values, iqm, rng=rng)))
-        final = by_seed(scores, task, variant, "final")
-        per_seed = ", ".join(f"{final[seed]:.0f}" for seed in sorted(final))
-        lines.append(f"| {variant} | {len(final)} | {cells[0]} | {cells[1]} | {per_seed} |")
-    return lines
+    return collect_rows(configs, out_dir, finished_evaluations, EVALUATION_COLUMNS)
 
 
 def percent_cell(value: float, interval: tuple[float, float]) -> str:
@@ -197,22 +162,16 @@ def published_table() -> list[str]:
 
 def plot_curves(returns: pd.DataFrame, path: Path) -> None:
     """One panel per task: each variant's evaluation return against env steps, mean over seeds, min-max band."""
-    tasks = list(dict.fromkeys(returns["task"]))
-    fig = Figure(figsize=(5.5 * len(tasks), 4))
-    FigureCanvasAgg(fig)
-    axes = fig.subplots(1, len(tasks), squeeze=False)[0]
-    for ax, task in zip(axes, tasks, strict=True):
-        for variant, group in returns[returns["task"] == task].groupby("variant", sort=False):
-            curves = group.pivot(index="step", columns="seed", values="eval_return_mean")
-            color = COLORS.get(str(variant))
-            ax.plot(curves.index, curves.mean(axis=1), color=color, label=f"{variant} ({curves.shape[1]} seeds)")
-            ax.fill_between(curves.index, curves.min(axis=1), curves.max(axis=1), color=color, alpha=0.15)
-        ax.set(title=f"{task} ({TASKS[task].env_id})", xlabel="env steps", ylabel="evaluation return")
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7)
-    fig.suptitle("sb3_per SAC on MuJoCo: deterministic evaluations, mean over seeds, band min-max")
-    fig.tight_layout()
-    write_atomically(path, lambda partial: fig.savefig(partial, dpi=110, format="png"))
+    plot_task_curves(
+        returns,
+        path,
+        "eval_return_mean",
+        min_max_band,
+        title="sb3_per SAC on MuJoCo: deterministic evaluations, mean over seeds, band min-max",
+        ylabel="evaluation return",
+        panel_titles={task: f"{task} ({TASKS[task].env_id})" for task in TASKS},
+        colors=COLORS,
+    )
 
 
 def noise_notes(configs: Sequence[MuJoCoConfig]) -> list[str]:
@@ -244,7 +203,7 @@ def write_report(configs: Sequence[MuJoCoConfig], out_dir: Path, command: str) -
     out_dir.mkdir(parents=True, exist_ok=True)
     returns = collect_evaluations(configs, out_dir)
     write_csv_atomically(returns, out_dir / RETURNS_TABLE)
-    scores = run_scores(returns)
+    scores = run_scores(returns, "eval_return_mean")
     lines = [
         "# MuJoCo: sb3_per's SAC with uniform replay, PER, ReLo and LA3P",
         "",

@@ -46,6 +46,7 @@ from comparison.mujoco import (
     resumed_steps,
 )
 from comparison.study import holds_config, write_config
+from comparison.study_training import play_episodes
 from sb3_per import LA3P, PER, SAC, PrioritizedReplayBuffer, ReLo
 
 PROGRESS_FILE = "progress.csv"
@@ -129,16 +130,7 @@ def evaluation_returns(model: Any, env: gym.Env, episodes: int) -> list[float]:
     :param env: one env (not vectorized), the task's own
     :param episodes: how many episodes
     """
-    returns = []
-    for episode in range(episodes):
-        observation, _ = env.reset(seed=EVAL_SEED + episode)
-        total, done = 0.0, False
-        while not done:
-            action, _ = model.predict(observation, deterministic=True)
-            observation, reward, terminated, truncated, _ = env.step(action)
-            total, done = total + float(reward), terminated or truncated
-        returns.append(total)
-    return returns
+    return [outcome.total for outcome in play_episodes(model, env, range(EVAL_SEED, EVAL_SEED + episodes))]
 
 
 def resume_seed(config: MuJoCoConfig, step: int) -> int:

@@ -20,10 +20,15 @@ from __future__ import annotations
 import argparse
 import shlex
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 RUNS_DIR = "runs"
 CONFIG_FILE = "config.json"
@@ -146,6 +151,100 @@ def holds_config(config: StudyConfig, directory: Path) -> bool:
             "folder or use another output folder"
         )
     return True
+
+
+def check_integer_fields(instance: Any, names: Iterable[str], minimum: int) -> None:
+    """
+    Raise ``ValueError``, naming the field and its value, unless each field ``names`` of ``instance`` is an integer
+    (not a bool) of at least ``minimum``.
+    """
+    for name in names:
+        value = getattr(instance, name)
+        if isinstance(value, bool) or not isinstance(value, int | float) or int(value) != value or value < minimum:
+            raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class ResultColumns:
+    """
+    The columns of a study's result file, a row per evaluation of one run (``check_result_rows``).
+
+    :param names: every column, in order; the first three are the run's ``task``, ``variant`` and ``seed``, and one
+        is ``step``
+    :param finite: the columns that must be finite in every row
+    :param episodes: the column of the number of episodes each evaluation played
+    """
+
+    names: tuple[str, ...]
+    finite: tuple[str, ...]
+    episodes: str
+
+
+#: The columns that name a run in its result rows.
+RUN_LABELS = ("task", "variant", "seed")
+
+
+def check_result_rows(
+    rows: pd.DataFrame,
+    columns: ResultColumns,
+    run: Mapping[str, object],
+    steps: Sequence[int],
+    episodes: int,
+    source: Path | str,
+) -> None:
+    """
+    Check that ``rows`` are one run's evaluations: the columns ``columns.names``, one row per step of ``steps`` in
+    order, the run's labels, finite values in ``columns.finite`` and ``episodes`` episodes in each evaluation.
+
+    :param rows: the rows read
+    :param columns: the study's result columns
+    :param run: the run's ``task``, ``variant`` and ``seed`` (``RUN_LABELS``)
+    :param steps: the steps of the evaluations expected
+    :param episodes: the episodes each evaluation plays
+    :param source: the file the rows come from, named in the error
+    :raises ValueError: naming ``source`` and what is wrong
+    """
+    missing = [column for column in columns.names if column not in rows.columns]
+    if missing:
+        raise ValueError(f"{source} lacks the columns {missing}")
+    if list(rows["step"]) != list(steps):
+        raise ValueError(f"{source} holds the steps {list(rows['step'])}, expected {list(steps)}")
+    labels = rows[list(RUN_LABELS)].drop_duplicates().values.tolist()
+    expected = [run[label] for label in RUN_LABELS]
+    if labels != [expected]:
+        raise ValueError(f"{source} holds rows of {labels}, expected {expected}")
+    values = rows[list(columns.finite)].to_numpy(dtype=float)
+    if not np.isfinite(values).all():
+        raise ValueError(f"{source} has a missing or infinite value in {list(columns.finite)}")
+    if (rows[columns.episodes] != episodes).any():
+        raise ValueError(f"{source} has evaluations without {episodes} episodes")
+
+
+def finished_result_rows(
+    config: ConfigT, directory: Path, file_name: str, check: Callable[[pd.DataFrame, ConfigT, Path], None]
+) -> pd.DataFrame | None:
+    """
+    The rows of ``config``'s result file ``file_name`` in ``directory`` if the run has finished, None if not (no
+    folder, or one that an interrupted attempt left: no result file, or one that ``check`` refuses). Only the result
+    file counts, which a run writes last.
+
+    :param config: the run
+    :param directory: its folder
+    :param file_name: its result file's name
+    :param check: raises ``ValueError`` unless the rows read from the path are the finished run's
+    :raises ValueError: naming the file, if ``directory`` holds another config
+    """
+    import pandas as pd  # not at load: the command line checks its arguments first
+
+    if not holds_config(config, directory):
+        return None
+    path = Path(directory) / file_name
+    try:
+        rows = pd.read_csv(path)
+        check(rows, config, path)
+    except (OSError, ValueError, pd.errors.ParserError):
+        return None
+    return rows
 
 
 def check_shard(index: int, count: int) -> None:
