@@ -37,7 +37,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 
 from comparison.experiment import write_csv_atomically
-from comparison.minatar import check_integer_fields, greedy_returns
+from comparison.minatar import greedy_returns
 from comparison.statistics import (
     DEFAULT_BOOTSTRAP,
     bootstrap_ci,
@@ -46,6 +46,7 @@ from comparison.statistics import (
     relative_difference_ci,
     same_seed_comparison,
 )
+from comparison.study import check_integer_fields
 from sb3_per import DQN, PrioritizedReplayBuffer
 
 ENV_ID = "CartPole-v1"

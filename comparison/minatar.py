@@ -75,7 +75,7 @@ from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from stable_baselines3.common.vec_env import VecEnv
 
 from comparison.experiment import write_csv_atomically, write_text_atomically
-from comparison.study import holds_config
+from comparison.study import check_integer_fields, holds_config
 from sb3_per import DQN, PER, ExpectedReLo, PrioritizedReplayBuffer, ReLo
 
 
@@ -172,17 +172,6 @@ VARIANTS: dict[str, DQNVariant] = {
 }
 #: The variants of the study of the published tasks (the command line's default): DQN, PER-DQN, ReLo-DQN
 STUDY_VARIANTS = ("dqn", "per", "relo")
-
-
-def check_integer_fields(instance: Any, names: Iterable[str], minimum: int) -> None:
-    """
-    Raise ``ValueError``, naming the field and its value, unless each field ``names`` of ``instance`` is an integer
-    (not a bool) of at least ``minimum``.
-    """
-    for name in names:
-        value = getattr(instance, name)
-        if isinstance(value, bool) or int(value) != value or value < minimum:
-            raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
 
 
 @dataclass(frozen=True)
