@@ -264,7 +264,9 @@ class ReplayScheme(ABC):
     """
     What one gradient step trains on (the critic's and the actor's batches), its critic loss, and the priorities
     written back from its TD errors: one subclass per method (``PER``, ``LAP``, ``PAL``, ``LA3P``), frozen and
-    checked when made (a bad parameter raises ``ValueError`` naming it).
+    checked when made (a bad parameter raises ``ValueError`` naming it). A method's class docstring is short: what it
+    does, the buffer settings it gives, its deviations from the paper or the authors' code named, and a link to its
+    page, ``docs/methods/<name>.md``, the one home of its description and deviations.
 
     Pass an instance to a sb3_per algorithm: ``SAC(..., replay_buffer_class=PrioritizedReplayBuffer,
     replay_scheme=LAP(min_priority=0.01))``.

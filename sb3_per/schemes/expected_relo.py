@@ -68,33 +68,25 @@ def learnable_share(td_errors: th.Tensor, expected_td_errors: th.Tensor) -> th.T
 @dataclass(frozen=True)
 class ExpectedReLo(ExpectedTD):
     """
-    ReLo's priority with the sample's own reward noise taken out: this library's scheme, made from the measurements
-    of ``ReLo`` (which beats uniform SAC on the pairs env but chases pure noise on the noise test) and ``ExpectedTD``
-    (which ignores pure noise). No paper; the reasons and the evidence are on its page
-    (docs/methods/expected_relo.md).
+    ReLo's priority with the sample's own reward noise taken out: this library's scheme (no paper), made from the
+    measurements of ``ReLo`` and ``ExpectedTD``. PER's sampling and importance-weighted critic and actor losses, as
+    ``ReLo``'s; after each critic step, ExpectedTD's regressor ``h(s, a)`` (kept on the model as
+    ``replay_scheme_state``) takes one Adam step on the critic's batch, and each sampled transition's priority becomes
+    ReLo's ``relu(L_on - L_tgt)`` at the expected target ``mean_k Q_k(s, a) + h(s, a)`` instead of the sampled one, or
+    a variant of it (``signal``), so that a transition whose error is noise alone scores about 0. Logs ``PER``'s keys.
 
-    PER's sampling and importance-weighted critic and actor losses, ReLo's buffer settings (``relo_buffer_settings``,
-    set under the user's ``replay_buffer_kwargs``). After each critic step,
-    ``h(s, a)``, ExpectedTD's regressor of the signed TD errors (kept on the model as ``replay_scheme_state``), takes
-    one Adam step on the critic's batch, then each sampled transition's priority becomes, with ``signal``:
+    Buffer settings: ReLo's (``relo_buffer_settings``, under the user's ``replay_buffer_kwargs``).
 
-    - ``"expected"`` (default): ``expected_reducible_loss``, ReLo's ``relu(L_on - L_tgt)`` at the expected target
-      ``mean_k Q_k(s, a) + h(s, a)`` instead of the sampled ``y``: ReLo's difference is linear in ``y``, so this is
-      its mean over the reward's noise, and a transition whose error is noise alone scores ``relu(-(Q_on - Q_tgt)
-      ** 2) = 0``;
-    - ``"expected_root"``: the square root of ``"expected"``, on the scale of a TD error rather than a squared one, so
-      that ``alpha`` weighs it as PER weighs ``|delta|``;
-    - ``"signal_share"``: ReLo's own ``relu(L_on - L_tgt)`` times ``signal_share``, ``h ** 2 / E[delta ** 2 | s, a]``,
-      the share of the transition's TD-error second moment that is signal, both moments from the regressor (which
-      then has a second output for ``E[delta ** 2 | s, a]``): about 1 where the target is deterministic, about 0
-      where the error is noise alone;
-    - ``"gated"``: ReLo's own ``relu(L_on - L_tgt)`` times ``learnable_share``, ``min(1, |h| / |delta|)``, the part
-      of the sampled TD error that its expectation explains.
+    Deviations: no paper or authors' code; from ``ReLo``, the priority at the expected target (or scaled by a share
+    of signal); from ``ExpectedTD``, the regressor's estimate entering ReLo's priority rather than being it. ReLo's
+    and ExpectedTD's own deviations carry over.
 
-    The buffer stores ``(priority + epsilon) ** alpha``; new transitions enter at the largest priority seen so far.
-    Logs ``PER``'s keys.
+    The full description, the settings and the deviations: ``docs/methods/expected_relo.md``.
 
-    :param signal: ``"expected"``, ``"expected_root"``, ``"signal_share"`` or ``"gated"`` (above)
+    :param signal: ``"expected"`` (default): ``expected_reducible_loss``, ReLo's difference at the expected target;
+        ``"expected_root"``: its square root, on a TD error's scale rather than a squared one's; ``"signal_share"``:
+        ReLo's own ``relu(L_on - L_tgt)`` times ``signal_share``, ``h ** 2 / E[delta ** 2 | s, a]`` (the regressor
+        then has a second output); ``"gated"``: ReLo's own times ``learnable_share``, ``min(1, |h| / |delta|)``
     :param hidden_sizes: the regressor's hidden layers (default (64, 64))
     :param learning_rate: its Adam learning rate (default 1e-3)
     :param weight_decay: its Adam L2 penalty (default 0: none)

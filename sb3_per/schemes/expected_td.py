@@ -132,23 +132,17 @@ class TDErrorRegressor(SchemeState):
 @dataclass(frozen=True)
 class ExpectedTD(ReplayScheme):
     """
-    Expected-TD-error prioritization (Panahi, Patterson, White & White, RLJ 2024, "Investigating the Interplay of
-    Prioritized Replay and Generalization", https://arxiv.org/abs/2407.09702): PER chases the noise in each stored
-    transition's own TD error; an estimate of ``E[delta | s, a]``, learned across transitions, leaves it out.
+    Expected-TD-error prioritization (Panahi, Patterson, White & White, RLJ 2024, https://arxiv.org/abs/2407.09702):
+    PER chases the noise in each stored transition's own TD error; an estimate of ``E[delta | s, a]``, learned across
+    transitions, leaves it out. PER's sampling and importance-weighted critic loss; after each critic step, ``h``
+    (``TDErrorRegressor``, kept on the model as ``replay_scheme_state`` and saved with it) takes one Adam step on its
+    squared error to the signed TD errors of the critic's batch (``signed_td_errors``), and each sampled transition's
+    priority becomes ``|h(s, a)|``. It changes no buffer setting. Logs ``PER``'s keys.
 
-    PER's sampling and importance-weighted critic loss. After each critic step, ``h`` (``TDErrorRegressor``, kept on
-    the model as ``replay_scheme_state`` and saved with it) takes one Adam step on ``mean((h(s, a) - delta) ** 2)``
-    over the critic's batch, ``delta = y - mean_k Q_k(s, a)`` the signed TD error of that step's forward pass
-    (``signed_td_errors``, averaged over the twin critics), and each sampled transition's priority becomes
-    ``|h(s, a)|`` after that step; the buffer stores ``(priority + epsilon) ** alpha``. New transitions enter at the
-    largest priority seen so far. Logs ``PER``'s keys.
+    Deviations from the paper (its code is not public, so the estimator is this library's): a separate network, not a
+    head on the critic's features; Adam; SB3's actor-critics and DQN rather than the paper's DQN.
 
-    How ``E[delta | s, a]`` is estimated: by regression of the sampled signed TD errors on ``(s, a)`` with a separate
-    MLP, one gradient step per critic step on the critic's (prioritized, unweighted) batch. The paper describes
-    the estimate as a learned secondary prediction of the TD error, as in gradient-TD methods (QRC's ``h``); its
-    code is not public, so this estimator is this library's, and the deviations are unknown beyond these: a
-    separate network rather than a head sharing the critic's features; Adam; SB3's actor-critics and DQN rather
-    than the paper's DQN.
+    The full description, the settings and the deviations: ``docs/methods/expected_td.md``.
 
     :param hidden_sizes: the regressor's hidden layers (default (64, 64))
     :param learning_rate: its Adam learning rate (default 1e-3)

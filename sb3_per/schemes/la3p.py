@@ -33,32 +33,25 @@ LA3P_BUDGETS = ("matched", "paper")
 class LA3P(ReplayScheme):
     """
     Loss-adjusted approximate actor prioritized experience replay (Saglam, Mutlu, Cicek & Kozat, JAIR 78, 2023,
-    "Actor Prioritized Experience Replay", https://arxiv.org/abs/2209.00532; code github.com/baturaysaglam/LA3P), for
-    SAC, TD3 and DDPG.
+    https://arxiv.org/abs/2209.00532), for SAC, TD3 and DDPG: the actor does not learn from the transitions the
+    critic knows worst. Each gradient step takes a uniform part (critic with PAL's loss, and actor), a critic part
+    sampled by LAP's priorities (LAP's loss) and an actor part sampled in proportion to ``1 / priority``; priorities
+    ``max(|d|, min_priority)`` are written back from both critic parts. Logs ``train/per_priority_mean`` and
+    ``train/per_priority_max``.
 
-    With batch size ``N`` and ``lambda = fraction``, each gradient step takes a uniform batch of ``N - int(lambda N)``
-    (critic with PAL's loss, and actor), a critic batch of ``int(lambda N)`` sampled by LAP's priorities (LAP's loss)
-    and an actor batch of ``int(lambda N)`` sampled in proportion to ``1 / priority``; priorities
-    ``max(|d|, min_priority)`` are written back from both critic batches. ``budget="matched"`` (default) makes one
-    critic step on the uniform + prioritized parts (each with its loss, averaged over the ``N`` transitions) and one
-    actor step on the uniform + inverse parts: the optimizer steps of uniform SAC/TD3, on batches of ``N``.
-    ``"paper"`` is the authors' schedule: critic and actor steps on the uniform part, then a critic step on the
-    prioritized and an actor step on the inverse part, the target networks updated after each pair. Needs a
-    proportional ``PrioritizedReplayBuffer`` with ``inverse_sampling=True``, which the scheme sets, with the
-    buffer's ``alpha`` at ``pal_alpha``, unless ``replay_buffer_kwargs`` give other values. Logs
-    ``train/per_priority_mean`` and ``train/per_priority_max``.
+    Buffer settings (under the user's ``replay_buffer_kwargs``): ``alpha=pal_alpha`` and ``inverse_sampling=True``.
 
-    Deviations from the authors' code: ``budget="matched"`` is this library's (theirs is ``"paper"``); the uniform
-    batch's priorities are written back as the others (as theirs); SAC's entropy-coefficient step runs before the
-    critic step on the actor's batch (SB3's order; theirs follows the actor step), so the actor batch is sampled
-    before that step's priority write-back, and TD3/DDPG sample it there too, before the critic step (theirs after
-    the prioritized part's write-back); the prioritized part has ``max(1, int(lambda N))`` transitions and the uniform
-    part the rest (theirs ``int((1 - lambda) N)``); the inverse priorities are kept in a sum tree in step with the
-    priorities (theirs rebuilt over the filled prefix each step, stale once the ring wraps); TD3's delayed actor
-    steps sample no inverse batch, as theirs.
+    Deviations from the authors' code (github.com/baturaysaglam/LA3P): ``budget="matched"`` by default; SAC's
+    entropy-coefficient step, and the actor batch's sampling, before the critic step; the batch split as ``max(1,
+    int(lambda N))`` prioritized and the rest uniform; the inverse priorities kept in a sum tree in step with the
+    priorities.
+
+    The full description, the settings and the deviations: ``docs/methods/la3p.md``.
 
     :param fraction: the prioritized share ``lambda`` of each batch, in (0, 1] (0.5, as the authors)
-    :param budget: ``"matched"`` (default) or ``"paper"``, see above
+    :param budget: ``"matched"`` (default): one critic step on the uniform and prioritized parts and one actor step on
+        the uniform and inverse parts, the optimizer steps of uniform replay; or ``"paper"``, the authors' schedule:
+        critic and actor steps on the uniform part, then on the prioritized and the inverse part
     :param pal_alpha: the exponent of PAL's loss on the uniform part (0.4, LAP's priority exponent)
     :param min_priority: LAP's priority floor and Huber threshold, also PAL's threshold (1, as the authors)
     :param td_error_reduction: how the twin critics' absolute TD errors become one per transition: ``"max"``

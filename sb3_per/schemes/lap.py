@@ -29,20 +29,18 @@ LAP_ALPHA = 0.4
 @dataclass(frozen=True)
 class LAP(ReplayScheme):
     """
-    Loss-adjusted prioritized replay (Fujimoto, Meger & Precup, NeurIPS 2020, "An Equivalence between Loss Functions
-    and Non-Uniform Sampling in Experience Replay", https://arxiv.org/abs/2007.06049; code
-    github.com/sfujim/LAP-PAL).
+    Loss-adjusted prioritized replay (Fujimoto, Meger & Precup, NeurIPS 2020, https://arxiv.org/abs/2007.06049):
+    batches sampled in proportion to ``max(|d_i|, kappa) ** alpha`` (``kappa = min_priority``), and the critic trained
+    on the unweighted Huber loss with threshold ``kappa`` (``lap_loss``), no importance-sampling weights: in
+    expectation the gradient of the mean squared error under uniform sampling. Needs a proportional
+    ``PrioritizedReplayBuffer``. Logs ``train/per_priority_mean`` and ``train/per_priority_max``.
 
-    Batches are sampled in proportion to ``max(|d_i|, kappa) ** alpha`` (``kappa = min_priority``; the buffer's
-    ``alpha``, the paper's 0.4 unless ``replay_buffer_kwargs`` give another) and the critic's loss is the unweighted
-    Huber loss with threshold ``kappa``, summed over the critics (``lap_loss``): in expectation the gradient of the
-    mean squared error under uniform sampling.
-    The importance-sampling weights are not used. Needs a proportional ``PrioritizedReplayBuffer`` whose priorities
-    follow the TD errors. Logs ``train/per_priority_mean`` and ``train/per_priority_max``.
+    Buffer settings, the paper's (under the user's ``replay_buffer_kwargs``): ``alpha`` 0.4.
 
-    Deviations from the authors' code: the priority written is ``(max(|d|, kappa) + epsilon) ** alpha`` (the buffer
-    adds its epsilon, 1e-6 by default, which theirs does not); new transitions enter at the largest priority seen so
-    far, as theirs; the algorithms' training steps are SB3's (theirs TD3 and DDQN with their own settings).
+    Deviations from the authors' code (github.com/sfujim/LAP-PAL): the buffer's ``epsilon`` added to the priority;
+    SB3's training steps.
+
+    The full description, the settings and the deviations: ``docs/methods/lap.md``.
 
     :param min_priority: the priority floor and Huber threshold ``kappa``: 1 in the paper's continuous control (where
         it makes LAP uniform replay whenever every ``|d| < 1``), 0.01 for Atari; set it relative to the task's TD

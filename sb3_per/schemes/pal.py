@@ -18,21 +18,19 @@ from sb3_per.schemes.losses import pal_loss
 @dataclass(frozen=True)
 class PAL(ReplayScheme):
     """
-    Prioritized approximation loss (Fujimoto, Meger & Precup, NeurIPS 2020, https://arxiv.org/abs/2007.06049; code
-    github.com/sfujim/LAP-PAL): uniform sampling from a buffer that is *not* prioritized, with ``pal_loss``, whose
-    expected gradient is the one LAP's prioritized sampling gives, without a priority structure. Logs nothing
-    beyond SB3's keys.
+    Prioritized approximation loss (Fujimoto, Meger & Precup, NeurIPS 2020, https://arxiv.org/abs/2007.06049):
+    uniform sampling from a buffer that is *not* prioritized, with ``pal_loss``, whose expected gradient is the one
+    LAP's prioritized sampling gives, without a priority structure. It changes no buffer setting, and refuses a
+    prioritized buffer. Logs nothing beyond SB3's keys.
 
-    ``pal(d) = kappa ** alpha * 0.5 * d ** 2`` if ``|d| < kappa`` else ``kappa * |d| ** (1 + alpha) / (1 + alpha)``,
-    averaged over the batch and summed over the critics, divided by ``lambda = mean(max(|d|, kappa) ** alpha)``
-    (detached; ``|d|`` combined over the critics as ``td_error_reduction`` says).
+    Deviations from the authors' code (github.com/sfujim/LAP-PAL): SB3's training steps.
 
-    Deviations from the authors' code: the algorithms' training steps are SB3's.
+    The full description, the settings and the deviations: ``docs/methods/pal.md``.
 
     :param alpha: the exponent (0.4 in the paper, LAP's priority exponent)
     :param min_priority: the threshold ``kappa`` (1 in the paper)
-    :param td_error_reduction: how the twin critics' absolute TD errors enter ``lambda``: ``"max"`` (default, the
-        authors') or ``"mean"``
+    :param td_error_reduction: how the twin critics' absolute TD errors enter the loss's divisor ``lambda =
+        mean(max(|d|, kappa) ** alpha)``: ``"max"`` (default, the authors') or ``"mean"``
     """
 
     alpha: float = 0.4

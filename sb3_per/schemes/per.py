@@ -37,18 +37,15 @@ class PER(ReplayScheme):
     the default with a prioritized buffer.
 
     Each gradient step trains the critic (and the actor) on one batch sampled by priority, with the algorithm's own
-    critic loss, each sample weighted by its importance-sampling weight ``w_i`` (SAC: ``0.5 * sum_k mean(w * (Q_k -
-    y) ** 2)``; TD3, DDPG: the same without the 0.5; DQN: ``mean(w * huber(Q - y))``); after the critic's optimizer
-    step, each sampled transition's priority becomes ``(|d_i| + epsilon) ** alpha``, ``d_i`` the TD error of that
-    same forward pass (the buffer applies epsilon and alpha). It needs a prioritized buffer (a uniform one is refused:
-    leave ``replay_scheme`` out for SB3's uniform replay).
+    critic loss, each sample weighted by its importance-sampling weight; after the critic's optimizer step, each
+    sampled transition's priority becomes its absolute TD error ``|d|`` from that forward pass (the buffer stores
+    ``(|d| + epsilon) ** alpha``). It changes no buffer setting, and refuses a buffer that is not prioritized. Logs
+    ``train/per_beta``, ``train/per_weight_mean``, ``train/per_priority_mean`` and ``train/per_priority_max``.
 
-    Each training call logs ``train/per_beta`` (the IS exponent of its first batch), ``train/per_weight_mean`` (the
-    mean IS weight of its critic batches), ``train/per_priority_mean`` and ``train/per_priority_max`` (the stored
-    transitions' mean priority and the largest, raised to alpha, after the write-back).
+    Deviations from the paper's DQN (no code released): SB3's training steps, not Double DQN; priorities written back
+    after each gradient step.
 
-    Deviations from the paper's DQN (Algorithm 1): the algorithms' own training steps (SB3's), not Double DQN; priority
-    write-back after each gradient step; new transitions enter at the largest priority seen so far, as there.
+    The full description, the settings and the deviations: ``docs/methods/per.md``.
 
     :param td_error_reduction: how the twin critics' absolute TD errors become one per transition: ``"mean"``
         (default) or ``"max"`` of ``|Q_k - y|`` (one critic: both are ``|Q - y|``)

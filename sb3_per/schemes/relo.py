@@ -54,31 +54,19 @@ def reducible_loss(step: CriticStep, critics: Critics) -> th.Tensor:
 @dataclass(frozen=True)
 class ReLo(ReplayScheme):
     """
-    Reducible-loss prioritization (Sujit, Nath, Braga & Ebrahimi Kahou, NeurIPS 2023, "Prioritizing Samples in
-    Reinforcement Learning with Reducible Loss", https://arxiv.org/abs/2208.10483; code
-    github.com/shivakanthsujit/reducible-loss).
+    Reducible-loss prioritization (Sujit, Nath, Braga & Ebrahimi Kahou, NeurIPS 2023,
+    https://arxiv.org/abs/2208.10483): PER's sampling and importance-weighted critic and actor losses, with a priority
+    that leaves out what the critic cannot learn. After each critic step, a sampled transition's priority becomes
+    ``relu(L_on - L_tgt)`` (``reducible_loss``): the online critics' per-sample loss minus the target critics' on the
+    same ``(s, a)`` and TD target, each averaged over the critics. Logs ``PER``'s keys.
 
-    PER's sampling and importance-weighted critic loss, with a priority that leaves out what the critic cannot learn:
-    after each critic step, a sampled transition's priority becomes ``relu(L_on - L_tgt)`` (``reducible_loss``),
-    ``L_on`` the online critics' per-sample loss on its ``(s, a)`` and TD target ``y`` (from the forward pass that gave
-    the loss, before the optimizer step), ``L_tgt`` the same loss of the target critics on the same ``(s, a)`` and
-    ``y`` (one extra forward pass without gradient), each averaged over the critics; the buffer stores
-    ``(priority + epsilon) ** alpha``. The loss is the algorithm's own kind: the squared error for SAC, TD3 and DDPG
-    (TQC: on the critics' means), the Huber loss for DQN (QR-DQN: on the quantiles' means), as the authors' SAC and
-    DQN. The actor's loss is weighted by the batch's IS weights too, as the authors' SAC does (SAC's
-    entropy-coefficient loss is not, nor is it there). Logs ``PER``'s keys.
+    Buffer settings, the authors' (``relo_buffer_settings``, under the user's ``replay_buffer_kwargs``): ``alpha`` 0.5
+    with an actor or 0.6 without one, ``epsilon`` 1e-5, IS weights normalised by the batch's largest.
 
-    The authors' settings, which the scheme gives the buffer under the user's ``replay_buffer_kwargs``
-    (``relo_buffer_settings``): ``alpha`` 0.5 (SAC) or 0.6 (DQN), ``epsilon`` 1e-5 added to the priority, IS weights
-    normalised by the batch's largest (``weight_normalization="batch"``); beta from 0.4, the buffer's default. Set
-    ``epsilon`` relative to the task's squared TD errors: on a task whose losses are about 1e-5 (the pairs env) the
-    authors' epsilon is as large as the priorities themselves.
+    Deviations from the authors' code (github.com/shivakanthsujit/reducible-loss): beta annealed linearly; SB3's
+    critic losses (SAC's with its 0.5); TD3 and DDPG, which they do not use, follow their SAC.
 
-    Deviations from the authors' code: beta anneals linearly as the buffer says (``beta_anneal_steps``; theirs
-    compounds a per-step increase in SAC, ``beta += t / T * (1 - beta)``, reaching about 0.99 within 3k steps, and is
-    linear over the run in DQN); the critic loss is the algorithm's SB3 loss (SAC's ``0.5 * sum_k mean(w * (Q_k -
-    y) ** 2)``, theirs without the 0.5); new transitions enter at the largest priority seen so far, as theirs;
-    TD3 and DDPG, which they do not use, follow their SAC (mean over the critics, weighted actor loss).
+    The full description, the settings and the deviations: ``docs/methods/relo.md``.
 
     :param td_error_reduction: how the twin critics' absolute TD errors become one per transition for the telemetry
         (``"mean"``, default, or ``"max"``); the priority itself always averages the critics' losses, as the authors

@@ -61,31 +61,24 @@ def information_gain(current_quantiles: th.Tensor, target_quantiles: th.Tensor, 
 @dataclass(frozen=True)
 class UPER(ReplayScheme):
     """
-    Uncertainty prioritized experience replay (Carrasco-Davis, Lee, Clopath & Dabney, RLC 2025, "Uncertainty
-    Prioritized Experience Replay", https://arxiv.org/abs/2506.09270), for ``sb3_per.TQC``: this library's adaptation
-    to an actor-critic, whose ensemble is TQC's critics (the paper's evidence is tabular and QR-DQN / C51 ensembles on
-    Atari; no actor-critic result exists).
+    Uncertainty prioritized experience replay (Carrasco-Davis, Lee, Clopath & Dabney, RLC 2025,
+    https://arxiv.org/abs/2506.09270), for ``sb3_per.TQC``: this library's adaptation to an actor-critic, whose
+    ensemble is TQC's critics (the paper has no actor-critic result). PER's sampling and importance-weighted critic
+    loss; after each critic step, a sampled transition's priority becomes ``information_gain``, ``0.5 * log(1 +
+    (epistemic + target_error) / aleatoric)`` from that step's quantiles, so that error the return distribution
+    already spreads (aleatoric noise) gets little priority. It changes no buffer setting. Logs ``PER``'s keys.
 
-    PER's sampling and importance-weighted critic loss, with the priority of ``information_gain``: after each critic
-    step, a sampled transition's priority becomes ``0.5 * log(1 + (epistemic + target_error) / aleatoric)``, from the
-    quantiles of that step's forward pass, so that a transition whose error is what its return distribution already
-    spreads (aleatoric noise) gets little priority, and one the critics disagree on, or whose mean is off, gets much.
-    The buffer stores ``(priority + epsilon) ** alpha``. Logs ``PER``'s keys.
+    Deviations from the co-author's development code (github.com/seblee97/dqn_zoo, not confirmed as the paper's
+    release): TQC's critics as the ensemble, at the transition's own action; TQC's truncated target, with the discount
+    and the episode's end, in the target error; ``aleatoric`` floored at ``min_aleatoric``; ``aleatoric`` the variance
+    over the quantiles (their QR ensemble's, not their C51 ensemble's).
 
-    Deviations from the co-author's development code (github.com/seblee97/dqn_zoo, ``dqn_zoo/ensc51/agent.py``,
-    ``prioritise="uper"``; not confirmed as the paper's release): the ensemble is TQC's critics, each a set of
-    quantiles of ``Z(s, a)`` at the transition's own action (theirs C51/QR heads, epistemic and aleatoric averaged
-    over all actions); the target error uses TQC's truncated target (with the discount and the episode's end; theirs
-    ``(r + max_a Q'(s', a) - Q(s, a)) ** 2`` omits both); ``aleatoric`` is floored at ``min_aleatoric``; aleatoric
-    is the variance over the quantiles, as in their QR ensemble network (``ens_qr_atari_network``), whereas the C51
-    ensemble network that ``ensc51`` uses overwrites it with the variance of the mean Q-value over the actions, which
-    has no counterpart for a continuous action. ``td_error_reduction`` (PER's option) shapes only the TD errors of the
-    telemetry, never the priority. With TQC's default of 2 critics the epistemic term rests on two samples.
-    ``sb3_per.QRDQN``, one quantile network where the paper's QR-DQN is an ensemble of heads, is refused: its
-    epistemic term would always be 0.
+    The full description, the settings and the deviations: ``docs/methods/uper.md``.
 
     :param min_aleatoric: the floor of the aleatoric variance in the ratio, > 0 (default 1e-12, far below the
         variances of returns on any task this library knows)
+    :param td_error_reduction: how the twin critics' absolute TD errors become one per transition for the telemetry
+        (``"mean"``, default, or ``"max"``); never the priority
     """
 
     min_aleatoric: float = 1e-12
