@@ -2,16 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import stable_baselines3
-import torch as th
-from stable_baselines3.common.buffers import ReplayBuffer
-from stable_baselines3.common.noise import ActionNoise
-from stable_baselines3.common.type_aliases import GymEnv, Schedule
 from stable_baselines3.td3.policies import Actor, TD3Policy
 
-from sb3_per.schemes import ReplayScheme
+from sb3_per.per_algorithm import constructor_with_replay_scheme
 from sb3_per.td3 import TD3TrainingSteps
 
 
@@ -39,52 +33,4 @@ class DDPG(TD3TrainingSteps, stable_baselines3.DDPG):
     policy: TD3Policy
     actor: Actor
 
-    def __init__(
-        self,
-        policy: str | type[TD3Policy],
-        env: GymEnv | str,
-        learning_rate: float | Schedule = 1e-3,
-        buffer_size: int = 1_000_000,
-        learning_starts: int = 100,
-        batch_size: int = 256,
-        tau: float = 0.005,
-        gamma: float = 0.99,
-        train_freq: int | tuple[int, str] = 1,
-        gradient_steps: int = 1,
-        action_noise: ActionNoise | None = None,
-        replay_buffer_class: type[ReplayBuffer] | None = None,
-        replay_buffer_kwargs: dict[str, Any] | None = None,
-        optimize_memory_usage: bool = False,
-        n_steps: int = 1,
-        tensorboard_log: str | None = None,
-        policy_kwargs: dict[str, Any] | None = None,
-        verbose: int = 0,
-        seed: int | None = None,
-        device: th.device | str = "auto",
-        replay_scheme: ReplayScheme | None = None,
-        _init_setup_model: bool = True,
-    ):
-        self._init_replay_scheme(replay_scheme)
-        super().__init__(
-            policy,
-            env,
-            learning_rate=learning_rate,
-            buffer_size=buffer_size,
-            learning_starts=learning_starts,
-            batch_size=batch_size,
-            tau=tau,
-            gamma=gamma,
-            train_freq=train_freq,
-            gradient_steps=gradient_steps,
-            action_noise=action_noise,
-            replay_buffer_class=replay_buffer_class,
-            replay_buffer_kwargs=replay_buffer_kwargs,
-            optimize_memory_usage=optimize_memory_usage,
-            n_steps=n_steps,
-            tensorboard_log=tensorboard_log,
-            policy_kwargs=policy_kwargs,
-            verbose=verbose,
-            seed=seed,
-            device=device,
-            _init_setup_model=_init_setup_model,
-        )
+    __init__ = constructor_with_replay_scheme(stable_baselines3.DDPG)

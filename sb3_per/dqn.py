@@ -8,12 +8,9 @@ from typing import Any
 import numpy as np
 import stable_baselines3
 import torch as th
-from stable_baselines3.common.buffers import ReplayBuffer
-from stable_baselines3.common.type_aliases import GymEnv, Schedule
-from stable_baselines3.dqn.policies import DQNPolicy
 from torch.nn import functional as F
 
-from sb3_per.per_algorithm import PrioritizedReplayMixin
+from sb3_per.per_algorithm import PrioritizedReplayMixin, constructor_with_replay_scheme
 from sb3_per.schemes import BatchSource, CriticStep, ReplayScheme
 from sb3_per.schemes.base import CriticLoss
 from sb3_per.schemes.losses import weighted_huber_loss
@@ -110,65 +107,7 @@ class DQN(DQNTrainingSteps, stable_baselines3.DQN):
         with th.no_grad():
             return (th.gather(self.q_net_target(batch.observations), dim=1, index=batch.actions.long()),)
 
-    def __init__(
-        self,
-        policy: str | type[DQNPolicy],
-        env: GymEnv | str,
-        learning_rate: float | Schedule = 1e-4,
-        buffer_size: int = 1_000_000,
-        learning_starts: int = 100,
-        batch_size: int = 32,
-        tau: float = 1.0,
-        gamma: float = 0.99,
-        train_freq: int | tuple[int, str] = 4,
-        gradient_steps: int = 1,
-        replay_buffer_class: type[ReplayBuffer] | None = None,
-        replay_buffer_kwargs: dict[str, Any] | None = None,
-        optimize_memory_usage: bool = False,
-        n_steps: int = 1,
-        target_update_interval: int = 10000,
-        exploration_fraction: float = 0.1,
-        exploration_initial_eps: float = 1.0,
-        exploration_final_eps: float = 0.05,
-        max_grad_norm: float = 10,
-        stats_window_size: int = 100,
-        tensorboard_log: str | None = None,
-        policy_kwargs: dict[str, Any] | None = None,
-        verbose: int = 0,
-        seed: int | None = None,
-        device: th.device | str = "auto",
-        replay_scheme: ReplayScheme | None = None,
-        _init_setup_model: bool = True,
-    ) -> None:
-        self._init_replay_scheme(replay_scheme)
-        super().__init__(
-            policy,
-            env,
-            learning_rate=learning_rate,
-            buffer_size=buffer_size,
-            learning_starts=learning_starts,
-            batch_size=batch_size,
-            tau=tau,
-            gamma=gamma,
-            train_freq=train_freq,
-            gradient_steps=gradient_steps,
-            replay_buffer_class=replay_buffer_class,
-            replay_buffer_kwargs=replay_buffer_kwargs,
-            optimize_memory_usage=optimize_memory_usage,
-            n_steps=n_steps,
-            target_update_interval=target_update_interval,
-            exploration_fraction=exploration_fraction,
-            exploration_initial_eps=exploration_initial_eps,
-            exploration_final_eps=exploration_final_eps,
-            max_grad_norm=max_grad_norm,
-            stats_window_size=stats_window_size,
-            tensorboard_log=tensorboard_log,
-            policy_kwargs=policy_kwargs,
-            verbose=verbose,
-            seed=seed,
-            device=device,
-            _init_setup_model=_init_setup_model,
-        )
+    __init__ = constructor_with_replay_scheme(stable_baselines3.DQN)
 
     def _critic_step(self, replay_data: Any, loss_of: CriticLoss) -> tuple[th.Tensor, CriticStep]:
         """

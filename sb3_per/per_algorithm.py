@@ -4,10 +4,11 @@ replay."""
 
 from __future__ import annotations
 
+import inspect
 import io
 import pathlib
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from typing import Any, ClassVar, TypeVar
 
@@ -106,6 +107,35 @@ def buffer_kwargs_with_scheme_settings(
     ):
         return replay_buffer_kwargs
     return {**replay_scheme.buffer_settings(algorithm), **replay_buffer_kwargs}
+
+
+def constructor_with_replay_scheme(algorithm_class: type) -> Callable[..., None]:
+    """
+    The constructor of ``sb3_per``'s subclass of ``algorithm_class`` (an SB3 or sb3-contrib algorithm): it checks and
+    keeps the keyword-only ``replay_scheme`` and passes every other argument on to ``algorithm_class``'s own, as
+    given, so that a new SB3 version's parameters reach SB3 with no change here. ``inspect.signature``, ``help`` and
+    the docs show ``algorithm_class``'s signature with ``replay_scheme`` added; type checkers read the same from
+    ``sb3_per/__init__.pyi`` (``tests/sb3_per/test_constructors.py`` checks that the two agree with the installed
+    SB3).
+
+    :param algorithm_class: the SB3 algorithm that the class subclasses (``stable_baselines3.SAC``, ...)
+    """
+    sb3_init: Callable[..., None] = algorithm_class.__init__  # type: ignore[misc]
+
+    def __init__(
+        self: PrioritizedReplayMixin, *args: Any, replay_scheme: ReplayScheme | None = None, **kwargs: Any
+    ) -> None:
+        self._init_replay_scheme(replay_scheme)
+        sb3_init(self, *args, **kwargs)
+
+    sb3_signature = inspect.signature(sb3_init)
+    scheme_parameter = inspect.Parameter(
+        "replay_scheme", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=ReplayScheme | None
+    )
+    __init__.__signature__ = sb3_signature.replace(  # type: ignore[attr-defined]
+        parameters=[*sb3_signature.parameters.values(), scheme_parameter]
+    )
+    return __init__
 
 
 class PrioritizedReplayMixin:

@@ -7,12 +7,10 @@ from typing import Any, ClassVar
 
 import sb3_contrib
 import torch as th
-from sb3_contrib.qrdqn.policies import QRDQNPolicy
-from stable_baselines3.common.buffers import ReplayBuffer
-from stable_baselines3.common.type_aliases import GymEnv, Schedule
 
 from sb3_per.dqn import DQNTrainingSteps
-from sb3_per.schemes import CriticStep, ReplayScheme
+from sb3_per.per_algorithm import constructor_with_replay_scheme
+from sb3_per.schemes import CriticStep
 from sb3_per.schemes.base import CriticLoss
 from sb3_per.schemes.losses import weighted_quantile_huber_loss
 
@@ -61,65 +59,7 @@ class QRDQN(DQNTrainingSteps, sb3_contrib.QRDQN):
 
     quantile_critics: ClassVar[bool] = True
 
-    def __init__(
-        self,
-        policy: str | type[QRDQNPolicy],
-        env: GymEnv | str,
-        learning_rate: float | Schedule = 5e-5,
-        buffer_size: int = 1_000_000,
-        learning_starts: int = 100,
-        batch_size: int = 32,
-        tau: float = 1.0,
-        gamma: float = 0.99,
-        train_freq: int | tuple[int, str] = 4,
-        gradient_steps: int = 1,
-        replay_buffer_class: type[ReplayBuffer] | None = None,
-        replay_buffer_kwargs: dict[str, Any] | None = None,
-        optimize_memory_usage: bool = False,
-        n_steps: int = 1,
-        target_update_interval: int = 10000,
-        exploration_fraction: float = 0.005,
-        exploration_initial_eps: float = 1.0,
-        exploration_final_eps: float = 0.01,
-        max_grad_norm: float | None = None,
-        stats_window_size: int = 100,
-        tensorboard_log: str | None = None,
-        policy_kwargs: dict[str, Any] | None = None,
-        verbose: int = 0,
-        seed: int | None = None,
-        device: th.device | str = "auto",
-        replay_scheme: ReplayScheme | None = None,
-        _init_setup_model: bool = True,
-    ) -> None:
-        self._init_replay_scheme(replay_scheme)
-        super().__init__(
-            policy,
-            env,
-            learning_rate=learning_rate,
-            buffer_size=buffer_size,
-            learning_starts=learning_starts,
-            batch_size=batch_size,
-            tau=tau,
-            gamma=gamma,
-            train_freq=train_freq,
-            gradient_steps=gradient_steps,
-            replay_buffer_class=replay_buffer_class,
-            replay_buffer_kwargs=replay_buffer_kwargs,
-            optimize_memory_usage=optimize_memory_usage,
-            n_steps=n_steps,
-            target_update_interval=target_update_interval,
-            exploration_fraction=exploration_fraction,
-            exploration_initial_eps=exploration_initial_eps,
-            exploration_final_eps=exploration_final_eps,
-            max_grad_norm=max_grad_norm,
-            stats_window_size=stats_window_size,
-            tensorboard_log=tensorboard_log,
-            policy_kwargs=policy_kwargs,
-            verbose=verbose,
-            seed=seed,
-            device=device,
-            _init_setup_model=_init_setup_model,
-        )
+    __init__ = constructor_with_replay_scheme(sb3_contrib.QRDQN)
 
     def _sb3_critic_loss(
         self, current_q_values: Sequence[th.Tensor], target_q_values: th.Tensor, weights: th.Tensor | None

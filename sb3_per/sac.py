@@ -8,13 +8,9 @@ from typing import Any, NamedTuple
 import numpy as np
 import stable_baselines3
 import torch as th
-from stable_baselines3.common.buffers import ReplayBuffer
-from stable_baselines3.common.noise import ActionNoise
-from stable_baselines3.common.type_aliases import GymEnv, Schedule
 from stable_baselines3.common.utils import polyak_update
-from stable_baselines3.sac.policies import SACPolicy
 
-from sb3_per.per_algorithm import PrioritizedReplayMixin
+from sb3_per.per_algorithm import PrioritizedReplayMixin, constructor_with_replay_scheme
 from sb3_per.schemes import BatchSource, CriticStep, ReplayScheme
 from sb3_per.schemes.base import CriticLoss
 from sb3_per.schemes.losses import weighted_mean
@@ -280,66 +276,4 @@ class SAC(SACTrainingSteps, stable_baselines3.SAC):
     :param _init_setup_model: Whether or not to build the network at the creation of the instance
     """
 
-    def __init__(
-        self,
-        policy: str | type[SACPolicy],
-        env: GymEnv | str,
-        learning_rate: float | Schedule = 3e-4,
-        buffer_size: int = 1_000_000,
-        learning_starts: int = 100,
-        batch_size: int = 256,
-        tau: float = 0.005,
-        gamma: float = 0.99,
-        train_freq: int | tuple[int, str] = 1,
-        gradient_steps: int = 1,
-        action_noise: ActionNoise | None = None,
-        replay_buffer_class: type[ReplayBuffer] | None = None,
-        replay_buffer_kwargs: dict[str, Any] | None = None,
-        optimize_memory_usage: bool = False,
-        n_steps: int = 1,
-        ent_coef: str | float = "auto",
-        target_update_interval: int = 1,
-        target_entropy: str | float = "auto",
-        use_sde: bool = False,
-        sde_sample_freq: int = -1,
-        use_sde_at_warmup: bool = False,
-        stats_window_size: int = 100,
-        tensorboard_log: str | None = None,
-        policy_kwargs: dict[str, Any] | None = None,
-        verbose: int = 0,
-        seed: int | None = None,
-        device: th.device | str = "auto",
-        replay_scheme: ReplayScheme | None = None,
-        _init_setup_model: bool = True,
-    ):
-        self._init_replay_scheme(replay_scheme)
-        super().__init__(
-            policy,
-            env,
-            learning_rate=learning_rate,
-            buffer_size=buffer_size,
-            learning_starts=learning_starts,
-            batch_size=batch_size,
-            tau=tau,
-            gamma=gamma,
-            train_freq=train_freq,
-            gradient_steps=gradient_steps,
-            action_noise=action_noise,
-            replay_buffer_class=replay_buffer_class,
-            replay_buffer_kwargs=replay_buffer_kwargs,
-            optimize_memory_usage=optimize_memory_usage,
-            n_steps=n_steps,
-            ent_coef=ent_coef,
-            target_update_interval=target_update_interval,
-            target_entropy=target_entropy,
-            use_sde=use_sde,
-            sde_sample_freq=sde_sample_freq,
-            use_sde_at_warmup=use_sde_at_warmup,
-            stats_window_size=stats_window_size,
-            tensorboard_log=tensorboard_log,
-            policy_kwargs=policy_kwargs,
-            verbose=verbose,
-            seed=seed,
-            device=device,
-            _init_setup_model=_init_setup_model,
-        )
+    __init__ = constructor_with_replay_scheme(stable_baselines3.SAC)

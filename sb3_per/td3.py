@@ -8,14 +8,11 @@ from typing import Any, ClassVar
 import numpy as np
 import stable_baselines3
 import torch as th
-from stable_baselines3.common.buffers import ReplayBuffer
-from stable_baselines3.common.noise import ActionNoise
 from stable_baselines3.common.policies import ContinuousCritic
-from stable_baselines3.common.type_aliases import GymEnv, Schedule
 from stable_baselines3.common.utils import polyak_update
 from stable_baselines3.td3.policies import Actor, TD3Policy
 
-from sb3_per.per_algorithm import PrioritizedReplayMixin
+from sb3_per.per_algorithm import PrioritizedReplayMixin, constructor_with_replay_scheme
 from sb3_per.schemes import BatchSource, CriticStep, ReplayScheme
 from sb3_per.schemes.base import CriticLoss
 from sb3_per.schemes.losses import weighted_mean
@@ -170,60 +167,4 @@ class TD3(TD3TrainingSteps, stable_baselines3.TD3):
     policy: TD3Policy
     actor: Actor
 
-    def __init__(
-        self,
-        policy: str | type[TD3Policy],
-        env: GymEnv | str,
-        learning_rate: float | Schedule = 1e-3,
-        buffer_size: int = 1_000_000,
-        learning_starts: int = 100,
-        batch_size: int = 256,
-        tau: float = 0.005,
-        gamma: float = 0.99,
-        train_freq: int | tuple[int, str] = 1,
-        gradient_steps: int = 1,
-        action_noise: ActionNoise | None = None,
-        replay_buffer_class: type[ReplayBuffer] | None = None,
-        replay_buffer_kwargs: dict[str, Any] | None = None,
-        optimize_memory_usage: bool = False,
-        n_steps: int = 1,
-        policy_delay: int = 2,
-        target_policy_noise: float = 0.2,
-        target_noise_clip: float = 0.5,
-        stats_window_size: int = 100,
-        tensorboard_log: str | None = None,
-        policy_kwargs: dict[str, Any] | None = None,
-        verbose: int = 0,
-        seed: int | None = None,
-        device: th.device | str = "auto",
-        replay_scheme: ReplayScheme | None = None,
-        _init_setup_model: bool = True,
-    ):
-        self._init_replay_scheme(replay_scheme)
-        super().__init__(
-            policy,
-            env,
-            learning_rate=learning_rate,
-            buffer_size=buffer_size,
-            learning_starts=learning_starts,
-            batch_size=batch_size,
-            tau=tau,
-            gamma=gamma,
-            train_freq=train_freq,
-            gradient_steps=gradient_steps,
-            action_noise=action_noise,
-            replay_buffer_class=replay_buffer_class,
-            replay_buffer_kwargs=replay_buffer_kwargs,
-            optimize_memory_usage=optimize_memory_usage,
-            n_steps=n_steps,
-            policy_delay=policy_delay,
-            target_policy_noise=target_policy_noise,
-            target_noise_clip=target_noise_clip,
-            stats_window_size=stats_window_size,
-            tensorboard_log=tensorboard_log,
-            policy_kwargs=policy_kwargs,
-            verbose=verbose,
-            seed=seed,
-            device=device,
-            _init_setup_model=_init_setup_model,
-        )
+    __init__ = constructor_with_replay_scheme(stable_baselines3.TD3)

@@ -1,4 +1,4 @@
-"""What an install gets: one version, the typing marker, the licence, the base install's progress bar, and the
+"""What an install gets: one version, the typing marker and stub, the licence, the base install's progress bar, and the
 library and the env under names of their own."""
 
 import importlib.metadata
@@ -51,6 +51,7 @@ def test_the_wheel_ships_the_library_and_the_env_under_names_of_their_own(tmp_pa
     assert {name.split("/")[0] for name in names if ".dist-info/" not in name} == {"sb3_per", "sb3_per_envs"}
     assert "sb3_per_envs/data/pairs_sample.csv" in names
     assert "sb3_per/schemes/per.py" in names and "sb3_per/hyperparams/per_sac.yml" in names
+    assert "sb3_per/__init__.pyi" in names  # the constructors' signatures, for type checkers
 
 
 def test_a_projects_own_envs_package_and_the_installed_env_live_side_by_side(tmp_path):

@@ -1,0 +1,100 @@
+"""The algorithms' constructors pass SB3's arguments through: every argument reaches SB3's constructor as given, and
+the signature that type checkers read (sb3_per/__init__.pyi) is the installed SB3's, plus ``replay_scheme``."""
+
+import ast
+import inspect
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+import sb3_contrib
+import stable_baselines3
+
+import sb3_per
+from sb3_per.per_algorithm import PrioritizedReplayMixin
+
+STUB = Path(sb3_per.__file__).with_name("__init__.pyi")
+SB3_CLASSES = {
+    "SAC": stable_baselines3.SAC,
+    "TD3": stable_baselines3.TD3,
+    "DDPG": stable_baselines3.DDPG,
+    "DQN": stable_baselines3.DQN,
+    "TQC": sb3_contrib.TQC,
+    "QRDQN": sb3_contrib.QRDQN,
+}
+
+
+def stub_constructors() -> dict[str, ast.FunctionDef]:
+    """The ``__init__`` of each class that the stub declares, by class name."""
+    tree = ast.parse(STUB.read_text())
+    return {
+        node.name: next(item for item in node.body if isinstance(item, ast.FunctionDef) and item.name == "__init__")
+        for node in tree.body
+        if isinstance(node, ast.ClassDef)
+    }
+
+
+def stub_parameters(constructor: ast.FunctionDef) -> list[tuple[str, inspect._ParameterKind, object]]:
+    """Name, kind and default (``inspect.Parameter.empty`` if none) of each parameter but ``self``."""
+    arguments = constructor.args
+    positional = arguments.args[1:]
+    defaults = [inspect.Parameter.empty] * (len(positional) - len(arguments.defaults)) + [
+        ast.literal_eval(default) for default in arguments.defaults
+    ]
+    keyword_defaults = [
+        inspect.Parameter.empty if default is None else ast.literal_eval(default) for default in arguments.kw_defaults
+    ]
+    return [
+        *((arg.arg, inspect.Parameter.POSITIONAL_OR_KEYWORD, d) for arg, d in zip(positional, defaults, strict=True)),
+        *(
+            (arg.arg, inspect.Parameter.KEYWORD_ONLY, d)
+            for arg, d in zip(arguments.kwonlyargs, keyword_defaults, strict=True)
+        ),
+    ]
+
+
+def runtime_parameters(algorithm: type) -> list[tuple[str, inspect._ParameterKind, object]]:
+    return [(p.name, p.kind, p.default) for p in inspect.signature(algorithm).parameters.values()]
+
+
+def test_the_stub_declares_every_algorithm_of_the_package():
+    algorithms = {
+        name
+        for name in sb3_per.__all__
+        if isinstance(getattr(sb3_per, name), type) and issubclass(getattr(sb3_per, name), PrioritizedReplayMixin)
+    } - {"PrioritizedReplayMixin"}
+    assert set(stub_constructors()) == algorithms == set(SB3_CLASSES)
+
+
+@pytest.mark.parametrize("name", sorted(SB3_CLASSES))
+def test_the_signature_is_the_installed_sb3s_with_a_keyword_only_replay_scheme(name):
+    algorithm = getattr(sb3_per, name)
+    sb3_parameters = runtime_parameters(SB3_CLASSES[name])
+    expected = [*sb3_parameters, ("replay_scheme", inspect.Parameter.KEYWORD_ONLY, None)]
+    assert runtime_parameters(algorithm) == expected
+    # What type checkers read: a parameter that SB3 adds, drops, renames or whose default it changes shows here
+    assert stub_parameters(stub_constructors()[name]) == expected
+
+
+@pytest.mark.parametrize("name", sorted(SB3_CLASSES))
+def test_every_argument_reaches_sb3_as_given_by_position_or_by_keyword(name):
+    env_id = "CartPole-v1" if "DQN" in name else "Pendulum-v1"
+    positional = ("MlpPolicy", gym.make(env_id), 7e-4, 1234, 56, 78)  # policy, env, learning_rate, buffer_size, ...
+    keywords = {
+        "gamma": 0.5,
+        "seed": 3,
+        "policy_kwargs": {"net_arch": [8]},
+        "replay_buffer_class": sb3_per.PrioritizedReplayBuffer,
+    }
+    ours = getattr(sb3_per, name)(*positional, **keywords, replay_scheme=sb3_per.PER())
+    theirs = SB3_CLASSES[name](*positional, **keywords)
+    read = ("learning_rate", "buffer_size", "learning_starts", "batch_size", "gamma", "seed", "policy_kwargs")
+    read += ("replay_buffer_class",)
+    assert [getattr(ours, key) for key in read] == [getattr(theirs, key) for key in read]
+    assert ours.replay_scheme == sb3_per.PER()
+    assert sum(p.numel() for p in ours.policy.parameters()) == sum(p.numel() for p in theirs.policy.parameters())
+
+
+def test_replay_scheme_is_checked_before_sb3_builds_anything():
+    with pytest.raises(ValueError, match=r"replay_scheme must be a replay scheme.*'PER'"):
+        sb3_per.SAC("MlpPolicy", "no-such-env-is-ever-made", replay_scheme="PER")
