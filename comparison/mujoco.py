@@ -36,7 +36,7 @@ Deviations from the papers:
 - LA3P: ``budget="matched"`` (``LA3P()``'s default, this library's): one critic and one actor step per env step on
   batches of 256, as uniform SAC makes, where the authors' schedule (``budget="paper"``) makes two of each (both on
   the uniform half, then the critic on the prioritized half and the actor on the inverse-priority one); the smaller
-  deviations are listed in ``sb3_per.LA3P``. Its buffer's beta is unused (PAL's and LAP's losses stand in for
+  deviations are on ``docs/methods/la3p.md``. Its buffer's beta is unused (PAL's and LAP's losses stand in for
   importance weights).
 - PER: the paper's settings for DQN, on SAC as ``sb3_per.PER`` trains it (see there).
 - An evaluation of ``eval_episodes`` episodes of the deterministic policy every ``eval_freq`` steps, on the reset

@@ -263,7 +263,7 @@ class BatchSource:
 class ReplayScheme(ABC):
     """
     What one gradient step trains on (the critic's and the actor's batches), its critic loss, and the priorities
-    written back from its TD errors: one subclass per method (``PER``, ``LAP``, ``PAL``, ``LA3P``), frozen and
+    written back from its TD errors: one subclass per method (``PER``, ``ReLo``, ``LAP``, ``UPER``, ...), frozen and
     checked when made (a bad parameter raises ``ValueError`` naming it). A method's class docstring is short: what it
     does, the buffer settings it gives, its deviations from the paper or the authors' code named, and a link to its
     page, ``docs/methods/<name>.md``, the one home of its description and deviations.
