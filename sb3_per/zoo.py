@@ -4,9 +4,9 @@ The zoo builds its algorithms from a fixed table (stock SB3 classes, which never
 strings of its hyperparameter files, such as ``replay_buffer_class``, in its own module namespace, where ``sb3_per``
 is not defined. This launcher, before handing the command line to the zoo unchanged:
 
-- adds ``per_sac``, ``per_td3``, ``per_ddpg``, ``per_dqn`` and ``per_tqc`` (``sb3_per.SAC``, ``TD3``, ``DDPG``,
-  ``DQN``, ``TQC``) to the zoo's algorithm table, and to its hyperparameter samplers (as the stock algorithm's), so
-  ``-optimize`` works too;
+- adds ``per_sac``, ``per_td3``, ``per_ddpg``, ``per_dqn``, ``per_tqc`` and ``per_qrdqn`` (``sb3_per.SAC``,
+  ``TD3``, ``DDPG``, ``DQN``, ``TQC``, ``QRDQN``) to the zoo's algorithm table, and to its hyperparameter samplers
+  (as the stock algorithm's), so ``-optimize`` works too;
 - makes ``sb3_per``, ``PrioritizedReplayBuffer`` and the replay schemes (``PER``, ``LAP``, ``PAL``, ``LA3P``)
   resolvable in hyperparameter files and in ``--hyperparams`` overrides, e.g.
   ``replay_buffer_class: sb3_per.PrioritizedReplayBuffer``;
@@ -43,14 +43,22 @@ import sb3_per
 from sb3_per.buffers import PrioritizedReplayBuffer
 from sb3_per.ddpg import DDPG
 from sb3_per.dqn import DQN
+from sb3_per.qrdqn import QRDQN
 from sb3_per.sac import SAC
 from sb3_per.schemes import LA3P, LAP, PAL, PER, UPER, ExpectedReLo, ExpectedTD, ReLo, ReplayScheme
 from sb3_per.td3 import TD3
 from sb3_per.tqc import TQC
 
 #: Algorithms added to the zoo's table, with the stock zoo algorithm whose hyperparameter sampler they reuse.
-ZOO_ALGOS: dict[str, type] = {"per_sac": SAC, "per_td3": TD3, "per_ddpg": DDPG, "per_dqn": DQN, "per_tqc": TQC}
-_STOCK_ALGO = {"per_sac": "sac", "per_td3": "td3", "per_ddpg": "ddpg", "per_dqn": "dqn", "per_tqc": "tqc"}
+ZOO_ALGOS: dict[str, type] = {
+    "per_sac": SAC,
+    "per_td3": TD3,
+    "per_ddpg": DDPG,
+    "per_dqn": DQN,
+    "per_tqc": TQC,
+    "per_qrdqn": QRDQN,
+}
+_STOCK_ALGO = {name: name.removeprefix("per_") for name in ZOO_ALGOS}
 
 #: The replay schemes a ``replay_scheme`` string may call, by name.
 SCHEMES: dict[str, type[ReplayScheme]] = {

@@ -38,6 +38,7 @@ EXPECTED_ALGOS = {
     "per_ddpg": sb3_per.DDPG,
     "per_dqn": sb3_per.DQN,
     "per_tqc": sb3_per.TQC,
+    "per_qrdqn": sb3_per.QRDQN,
 }
 HYPERPARAM_FILES = sorted(zoo.HYPERPARAMS_DIR.glob("*.yml"))
 CONFIGS = [
@@ -58,7 +59,7 @@ def test_algorithm_table_holds_the_per_algorithms():
     for name, cls in EXPECTED_ALGOS.items():
         assert algos[name] is cls
         stock = name.removeprefix("per_")
-        stock_module = sb3_contrib if stock == "tqc" else stable_baselines3
+        stock_module = sb3_contrib if stock in ("tqc", "qrdqn") else stable_baselines3
         assert algos[stock] is getattr(stock_module, stock.upper())  # the zoo's own entries are untouched
         assert rl_zoo3.hyperparams_opt.HYPERPARAMS_SAMPLER[name] is rl_zoo3.hyperparams_opt.HYPERPARAMS_SAMPLER[stock]
     assert {path.stem for path in HYPERPARAM_FILES} == set(EXPECTED_ALGOS)
