@@ -26,10 +26,13 @@ def test_probability_of_improvement_hand_computed():
     assert probability_of_improvement([2, 2], [2]) == 0.5
 
 
-def test_probability_of_improvement_is_mann_whitney_u_over_n_m():
-    rng = np.random.default_rng(0)
-    x, y = np.round(rng.normal(size=7), 1), np.round(rng.normal(size=5), 1)  # rounded: with ties
-    assert probability_of_improvement(x, y) == pytest.approx(mannwhitneyu(x, y).statistic / (7 * 5))
+@pytest.mark.parametrize(("n", "m"), [(7, 5), (5, 5), (8, 8), (10, 10), (20, 20)])
+def test_probability_of_improvement_is_mann_whitney_u_over_n_m(n, m):
+    # rliable's probability_of_improvement on one task: U / (n m), and 1/2 for two equal samples
+    rng = np.random.default_rng(n)
+    x, y = np.round(rng.normal(size=n), 1), np.round(rng.normal(size=m), 1)  # rounded: with ties
+    assert probability_of_improvement(x, y) == pytest.approx(mannwhitneyu(x, y).statistic / (n * m))
+    assert probability_of_improvement(x, rng.permutation(x)) == 0.5
 
 
 def test_probability_of_improvement_ci_brackets_it_and_is_degenerate_without_spread():
