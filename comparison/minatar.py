@@ -58,7 +58,6 @@ import dataclasses
 import functools
 import json
 import math
-import shutil
 import time
 import warnings
 from collections.abc import Callable, Iterable, Sequence
@@ -87,7 +86,7 @@ from comparison.study import (
     holds_config,
     natural_number,
     positive_integer,
-    write_config,
+    restart_run_dir,
 )
 from sb3_per import DQN, PER, ExpectedReLo, PrioritizedReplayBuffer, ReLo
 
@@ -535,9 +534,7 @@ def train_run(config: MinAtarConfig, run_dir: Path) -> pd.DataFrame:
     register_minatar()
     run_dir = Path(run_dir)
     holds_config(config, run_dir)  # raises if the folder is another run's
-    shutil.rmtree(run_dir, ignore_errors=True)
-    run_dir.mkdir(parents=True)
-    write_config(config, run_dir)
+    restart_run_dir(config, run_dir)
     model = make_model(config, make_training_env(config))
     model.set_logger(configure(str(run_dir), ["csv"]))
     log = ReturnLog(config, gym.make(GAMES[config.game].env_id))

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import shutil
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -128,6 +129,19 @@ def write_config(config: StudyConfig, directory: Path) -> None:
     from comparison.experiment import write_text_atomically  # not at load: it brings torch
 
     write_text_atomically(config.to_json(), Path(directory) / CONFIG_FILE)
+
+
+def restart_run_dir(config: StudyConfig, directory: Path) -> None:
+    """
+    Empty ``directory`` of what an attempt at a run left (making it if there is none) and write ``config``'s
+    ``config.json`` into it: the start of a run trained from its first step.
+
+    :param config: the run
+    :param directory: its folder
+    """
+    shutil.rmtree(directory, ignore_errors=True)
+    Path(directory).mkdir(parents=True)
+    write_config(config, directory)
 
 
 def holds_config(config: StudyConfig, directory: Path) -> bool:
