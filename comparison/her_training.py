@@ -10,7 +10,6 @@ its start: its folder is emptied first.
 from __future__ import annotations
 
 import functools
-import shutil
 import time
 import types
 from collections.abc import Callable
@@ -38,7 +37,7 @@ from comparison.her import (
     HerConfig,
     check_evaluations,
 )
-from comparison.study import holds_config, write_config
+from comparison.study import holds_config, restart_run_dir
 from comparison.study_training import play_episodes
 from sb3_per import DQN, PER, SAC, PrioritizedHerReplayBuffer
 
@@ -236,9 +235,7 @@ def train_run(config: HerConfig, run_dir: Path) -> pd.DataFrame:
     """
     run_dir = Path(run_dir)
     holds_config(config, run_dir)  # raises if the folder is another run's
-    shutil.rmtree(run_dir, ignore_errors=True)
-    run_dir.mkdir(parents=True)
-    write_config(config, run_dir)
+    restart_run_dir(config, run_dir)
     model = make_model(config, make_training_env(config))
     model.set_logger(configure(str(run_dir), ["csv"]))
     log = SuccessLog(config, make_task_env(config))

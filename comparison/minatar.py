@@ -42,23 +42,26 @@ Deviations (also on the results page):
 - Added: a greedy evaluation of ``eval_episodes`` episodes at every logged frame, on fixed episode seeds (capped at
   ``EVAL_MAX_FRAMES`` frames each); their code has none.
 
-Layout of the output directory (small files, committed as runs finish; any machine resumes from them)::
+A plug-in of ``comparison.study`` (``MinAtarStudy``, run by ``scripts/minatar_study.py``); a run is short enough to
+train again from its start when an interruption left it unfinished. Layout of the output folder
+(``docs/results/minatar`` by default; small files, committed as runs finish; any machine resumes from them)::
 
     runs/{game}_{variant}_s{seed}/   config.json, progress.csv (SB3's logger at each logged frame), returns.csv
                                      (written last: a run is finished when it holds every row it should)
+    returns.csv, summary.md, learning_curves.png   the report (``comparison.minatar_report``)
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import functools
 import json
 import math
-import shutil
 import time
 import warnings
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -74,8 +77,17 @@ from stable_baselines3.common.logger import configure
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from stable_baselines3.common.vec_env import VecEnv
 
-from comparison.experiment import write_csv_atomically, write_text_atomically
-from comparison.study import check_integer_fields, holds_config
+from comparison.experiment import write_csv_atomically
+from comparison.study import (
+    ResultColumns,
+    check_integer_fields,
+    check_result_rows,
+    finished_result_rows,
+    holds_config,
+    natural_number,
+    positive_integer,
+    restart_run_dir,
+)
 from sb3_per import DQN, PER, ExpectedReLo, PrioritizedReplayBuffer, ReLo
 
 
@@ -118,8 +130,6 @@ NOISE_STREAM = 71_077_345
 #: Length of the authors' runs, over which their beta anneals.
 THEIR_TOTAL_FRAMES = 5_000_000
 
-RUNS_DIR = "runs"
-CONFIG_FILE = "config.json"
 PROGRESS_FILE = "progress.csv"
 RETURNS_FILE = "returns.csv"
 #: Columns of a run's ``returns.csv``: one row per logged frame (0, ``log_interval``, ..., ``total_frames``).
@@ -511,19 +521,20 @@ class ReturnLog(BaseCallback):
         return True
 
 
-def train_minatar_run(config: MinAtarConfig, run_dir: Path) -> pd.DataFrame:
+def train_run(config: MinAtarConfig, run_dir: Path) -> pd.DataFrame:
     """
-    Train and log one run into ``run_dir`` (emptied first): ``config.json``, ``progress.csv``, then ``returns.csv``.
+    Train one run into ``run_dir`` from its start (emptying the folder an interrupted attempt left):
+    ``config.json``, ``progress.csv``, then ``returns.csv``.
 
     :param config: the run
-    :param run_dir: its directory
+    :param run_dir: its folder
     :return: its ``returns.csv`` rows
+    :raises ValueError: ``run_dir`` holds another config
     """
     register_minatar()
     run_dir = Path(run_dir)
-    shutil.rmtree(run_dir, ignore_errors=True)  # what an unfinished attempt left
-    run_dir.mkdir(parents=True)
-    write_text_atomically(config.to_json(), run_dir / CONFIG_FILE)
+    holds_config(config, run_dir)  # raises if the folder is another run's
+    restart_run_dir(config, run_dir)
     model = make_model(config, make_training_env(config))
     model.set_logger(configure(str(run_dir), ["csv"]))
     log = ReturnLog(config, gym.make(GAMES[config.game].env_id))
@@ -537,60 +548,39 @@ def train_minatar_run(config: MinAtarConfig, run_dir: Path) -> pd.DataFrame:
 def check_returns(rows: pd.DataFrame, config: MinAtarConfig, source: Path | str) -> None:
     """
     Check that ``rows`` are a finished run of ``config``: the columns ``RETURN_COLUMNS``, one row per logged frame,
-    in order, of that game, variant and seed, finite moving averages, and the evaluation episodes asked for.
+    in order, of that game, variant and seed, finite moving averages (and evaluations, if it makes any), and the
+    evaluation episodes asked for (``comparison.study.check_result_rows``).
 
     :raises ValueError: naming ``source`` and what is wrong
     """
-    missing = [column for column in RETURN_COLUMNS if column not in rows.columns]
-    if missing:
-        raise ValueError(f"{source} lacks the columns {missing}")
-    if list(rows["frame"]) != config.logged_frames:
-        raise ValueError(f"{source} holds frames {list(rows['frame'])}, expected {config.logged_frames}")
-    labels = rows[["game", "variant", "seed"]].drop_duplicates().values.tolist()
-    if labels != [[config.game, config.variant, config.seed]]:
-        raise ValueError(f"{source} holds rows of {labels}, expected {config.run_name}")
-    if not np.isfinite(rows["train_return_ema"].to_numpy(dtype=float)).all():
-        raise ValueError(f"{source} has a missing or infinite train_return_ema")
-    if config.eval_episodes and not np.isfinite(rows["eval_return_mean"].to_numpy(dtype=float)).all():
-        raise ValueError(f"{source} has a missing or infinite eval_return_mean")
-    if (rows["eval_episodes"] != config.eval_episodes).any():
-        raise ValueError(f"{source} has rows without {config.eval_episodes} evaluation episodes")
+    finite = ("train_return_ema", "eval_return_mean") if config.eval_episodes else ("train_return_ema",)
+    columns = ResultColumns(RETURN_COLUMNS, finite, "eval_episodes", labels=("game", "variant", "seed"), step="frame")
+    run = {"game": config.game, "variant": config.variant, "seed": config.seed}
+    check_result_rows(rows, columns, run, config.logged_frames, config.eval_episodes, source)
 
 
-def run_dir(out_dir: Path, config: MinAtarConfig) -> Path:
-    """Directory of ``config``'s run inside ``out_dir``."""
-    return Path(out_dir) / RUNS_DIR / config.run_name
-
-
-def finished_returns(out_dir: Path, config: MinAtarConfig) -> pd.DataFrame | None:
+def finished_returns(config: MinAtarConfig, run_dir: Path) -> pd.DataFrame | None:
     """
-    The rows of ``config``'s run in ``out_dir`` if it has finished, None if it has not (no directory, or one that an
-    interrupted attempt left: no ``returns.csv``, or one that is incomplete).
+    The rows of ``config``'s run in ``run_dir`` if it has finished, None if not (no folder, or one that an
+    interrupted attempt left: no ``returns.csv``, or one that fails ``check_returns``).
 
-    :raises ValueError: the directory holds that run with other settings (delete it, or use another ``out_dir``)
+    :raises ValueError: naming the file, if ``run_dir`` holds another config
     """
-    directory = run_dir(out_dir, config)
-    if not holds_config(config, directory):
-        return None
-    try:
-        rows = pd.read_csv(directory / RETURNS_FILE)
-        check_returns(rows, config, directory / RETURNS_FILE)
-    except (OSError, ValueError, pd.errors.ParserError):
-        return None
-    return rows
+    return finished_result_rows(config, run_dir, RETURNS_FILE, check_returns)
 
 
 def plan_runs(
-    games: Iterable[str], variants: Iterable[str], seeds: Iterable[int], **settings: Any
+    seeds: Iterable[int], games: Iterable[str] = tuple(GAMES), variants: Iterable[str] = STUDY_VARIANTS, **settings: Any
 ) -> list[MinAtarConfig]:
     """
     One config per (seed, game, variant), seeds outermost, so that a partial study stays paired; the games with
     reward noise after all the others (a control that runs once the published tasks are done).
 
+    :param seeds: the seeds
     :param games: keys of ``GAMES``
     :param variants: keys of ``VARIANTS``
-    :param seeds: the seeds
     :param settings: further ``MinAtarConfig`` fields (e.g. ``total_frames``)
+    :raises ValueError: a game, a variant or a setting is not valid
     """
     games, variants = list(games), list(variants)  # each is walked once per seed (per game)
     configs = [
@@ -602,69 +592,43 @@ def plan_runs(
     return sorted(configs, key=lambda config: GAMES[config.game].noisy)  # stable: seed-major within each part
 
 
-def shard_plan(configs: Sequence[MinAtarConfig], index: int, count: int) -> list[MinAtarConfig]:
-    """
-    Every ``count``-th run of ``configs`` from its ``index``-th (0-based): ``count`` processes given the same plan
-    and the indices 0 .. ``count - 1`` share it without overlap.
+class MinAtarStudy:
+    """The MinAtar study as ``comparison.study.Study`` (see this module's docstring)."""
 
-    :raises ValueError: unless 0 <= ``index`` < ``count``
-    """
-    if not 0 <= index < count:
-        raise ValueError(f"a shard needs 0 <= index < count, got index={index!r}, count={count!r}")
-    return list(configs[index::count])
+    name = "minatar"
 
+    def plan(self, seeds: Sequence[int], **options: Any) -> list[MinAtarConfig]:
+        """``plan_runs(seeds, **options)``."""
+        return plan_runs(seeds, **options)
 
-@dataclass
-class StudyProgress:
-    """
-    What ``run_study`` did.
+    def train(self, config: MinAtarConfig, run_dir: Path) -> None:
+        """Train ``config``'s run into ``run_dir`` from its start (``train_run``)."""
+        train_run(config, run_dir)
 
-    :param trained: the runs it trained, by name
-    :param pending: the runs of the plan still unfinished after it, by name
-    """
+    def finished(self, config: MinAtarConfig, run_dir: Path) -> bool:
+        """Whether ``run_dir`` holds ``config``'s finished run (``finished_returns``)."""
+        return finished_returns(config, run_dir) is not None
 
-    trained: list[str] = field(default_factory=list)
-    pending: list[str] = field(default_factory=list)
+    def report(self, configs: Sequence[MinAtarConfig], out_dir: Path, command: str) -> Path:
+        """Write the report (``comparison.minatar_report.write_report``); return the summary's path."""
+        from comparison.minatar_report import write_report  # matplotlib and SciPy only when reporting
 
+        return write_report(configs, out_dir, command)
 
-def run_study(
-    configs: Sequence[MinAtarConfig],
-    out_dir: Path,
-    max_runs: int | None = None,
-    announce: Callable[[str], None] = print,
-) -> StudyProgress:
-    """
-    Train the unfinished runs of ``configs`` in order, one at a time in this process with one torch thread.
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        """``--games``, ``--variants``, ``--frames``, ``--log-interval`` and ``--eval-episodes``."""
+        parser.add_argument("--games", nargs="+", choices=sorted(GAMES), default=list(GAMES))
+        parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(STUDY_VARIANTS))
+        parser.add_argument("--frames", type=positive_integer, default=1_000_000, help="frames per run")
+        parser.add_argument("--log-interval", type=positive_integer, default=50_000, help="frames between logged rows")
+        parser.add_argument("--eval-episodes", type=natural_number, default=10, help="greedy episodes per logged row")
 
-    :param configs: the plan
-    :param out_dir: the study's directory
-    :param max_runs: train at most this many runs, then stop (None: all)
-    :param announce: called with a line as each run starts and ends
-    :return: the runs trained and those still pending
-    """
-    if max_runs is not None and max_runs < 1:
-        raise ValueError(f"max_runs must be a positive integer or None, got {max_runs!r}")
-    names = [config.run_name for config in configs]
-    if len(set(names)) != len(names):
-        raise ValueError(f"each run may appear once in the plan, got {names}")
-    pending = [config for config in configs if finished_returns(out_dir, config) is None]
-    th.set_num_threads(1)
-    progress = StudyProgress()
-    for config in pending[:max_runs]:
-        announce(f"run {config.run_name}: training {config.total_frames} frames")
-        started = time.monotonic()
-        rows = train_minatar_run(config, run_dir(out_dir, config))
-        final = rows.iloc[-1]
-        announce(
-            f"run {config.run_name}: done in {time.monotonic() - started:.0f} s, "
-            f"train_return_ema {final['train_return_ema']:.2f}, eval_return_mean {final['eval_return_mean']:.2f}"
-        )
-        progress.trained.append(config.run_name)
-    progress.pending = [config.run_name for config in configs if finished_returns(out_dir, config) is None]
-    return progress
-
-
-def collect_returns(configs: Sequence[MinAtarConfig], out_dir: Path) -> pd.DataFrame:
-    """The ``returns.csv`` rows of the finished runs of ``configs``, in plan order (empty with the columns if none)."""
-    frames = [rows for rows in (finished_returns(out_dir, config) for config in configs) if rows is not None]
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(RETURN_COLUMNS))
+    def plan_options(self, args: argparse.Namespace) -> dict[str, Any]:
+        """The games, the variants, and the frames, log interval and evaluation episodes of every run."""
+        return {
+            "games": args.games,
+            "variants": args.variants,
+            "total_frames": args.frames,
+            "log_interval": args.log_interval,
+            "eval_episodes": args.eval_episodes,
+        }

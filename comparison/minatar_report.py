@@ -1,13 +1,11 @@
 """
-The MinAtar study's report and command line (``scripts/minatar_study.py``): learning curves, scores at fixed frames with
+The MinAtar study's report (``comparison.minatar.MinAtarStudy.report``): learning curves, scores at fixed frames with
 IQMs and bootstrap intervals (``comparison.statistics``), same-seed comparisons against DQN, and a verdict on whether
 the ReLo authors' released results are reproduced.
 """
 
 from __future__ import annotations
 
-import argparse
-import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -17,17 +15,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from comparison.experiment import write_atomically, write_csv_atomically, write_text_atomically
-from comparison.minatar import (
-    GAMES,
-    STUDY_VARIANTS,
-    VARIANTS,
-    MinAtarConfig,
-    collect_returns,
-    finished_returns,
-    plan_runs,
-    run_study,
-    shard_plan,
-)
+from comparison.minatar import GAMES, RETURN_COLUMNS, MinAtarConfig, finished_returns
 from comparison.statistics import (
     DEFAULT_BOOTSTRAP,
     FEW_SEEDS,
@@ -38,8 +26,8 @@ from comparison.statistics import (
     relative_difference_ci,
     same_seed_comparison,
 )
+from comparison.study_report import collect_rows
 
-DEFAULT_OUT_DIR = Path("docs/results/minatar")
 RETURNS_TABLE = "returns.csv"
 SUMMARY_FILE = "summary.md"
 CURVES_FILE = "learning_curves.png"
@@ -197,7 +185,7 @@ def write_report(configs: Sequence[MinAtarConfig], out_dir: Path, command: str) 
     :return: the summary's path
     """
     out_dir = Path(out_dir)
-    returns = collect_returns(configs, out_dir)
+    returns = collect_rows(configs, out_dir, finished_returns, RETURN_COLUMNS)
     write_csv_atomically(returns, out_dir / RETURNS_TABLE)
     finished = returns[["game", "variant", "seed"]].drop_duplicates()
     lines = [
@@ -240,77 +228,3 @@ def write_report(configs: Sequence[MinAtarConfig], out_dir: Path, command: str) 
     path = out_dir / SUMMARY_FILE
     write_text_atomically("\n".join(lines), path)
     return path
-
-
-def minatar_main(argv: list[str] | None = None) -> int:
-    """
-    Command line of ``scripts/minatar_study.py``: ``run`` trains the unfinished runs of the plan (in order, one at a
-    time) and writes the report; ``report`` only writes it; ``pending`` prints how many runs are unfinished.
-    ``--shard INDEX COUNT`` gives ``run`` and ``pending`` every COUNT-th run of the plan from its INDEX-th (0-based),
-    so that COUNT processes, one per core, given the same plan (every other argument the same) share it without
-    training a run twice; the report always covers the whole plan.
-
-    :param argv: arguments (``sys.argv[1:]`` when None)
-    :return: the exit status
-    """
-    parser = argparse.ArgumentParser(description="DQN, PER-DQN (and ReLo-DQN) on MinAtar, resumable.")
-    parser.add_argument("action", choices=("run", "report", "pending"))
-    parser.add_argument("--games", nargs="+", choices=sorted(GAMES), default=list(GAMES))
-    parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(STUDY_VARIANTS))
-    parser.add_argument("--seeds", type=int, default=5, help="how many seeds: FIRST .. FIRST + N - 1")
-    parser.add_argument(
-        "--first-seed", type=int, default=0, help="the first seed (default 0; a screen's validation seeds: 100)"
-    )
-    parser.add_argument("--frames", type=int, default=1_000_000, help="frames per run")
-    parser.add_argument("--log-interval", type=int, default=50_000, help="frames between logged rows")
-    parser.add_argument("--eval-episodes", type=int, default=10, help="greedy episodes per logged row")
-    parser.add_argument("--max-runs", type=int, default=None, help="train at most this many runs, then report")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT_DIR)
-    parser.add_argument(
-        "--shard",
-        nargs=2,
-        type=int,
-        default=(0, 1),
-        metavar=("INDEX", "COUNT"),
-        help="train (and count) only every COUNT-th run of the plan from its INDEX-th (0-based)",
-    )
-    args = parser.parse_args(argv)
-    if args.seeds < 1:
-        parser.error(f"--seeds must be a positive integer, got {args.seeds}")
-    if args.first_seed < 0:
-        parser.error(f"--first-seed must be an integer >= 0, got {args.first_seed}")
-    configs = plan_runs(
-        args.games,
-        args.variants,
-        range(args.first_seed, args.first_seed + args.seeds),
-        total_frames=args.frames,
-        log_interval=args.log_interval,
-        eval_episodes=args.eval_episodes,
-    )
-    try:
-        shard = shard_plan(configs, *args.shard)
-    except ValueError as error:
-        parser.error(f"--shard INDEX COUNT: {error}")
-    if args.action == "pending":
-        print(sum(finished_returns(args.out, config) is None for config in shard))
-        return 0
-    if args.action == "run":
-        progress = run_study(shard, args.out, max_runs=args.max_runs)
-        print(f"trained {len(progress.trained)} run(s); {len(progress.pending)} pending", flush=True)
-    command = shlex.join(
-        [
-            *("python", "scripts/minatar_study.py", "run", "--games", *args.games, "--variants", *args.variants),
-            *(
-                "--seeds",
-                str(args.seeds),
-                *(("--first-seed", str(args.first_seed)) if args.first_seed else ()),
-                "--frames",
-                str(args.frames),
-                "--log-interval",
-                str(args.log_interval),
-            ),
-            *("--eval-episodes", str(args.eval_episodes), "--out", str(args.out)),
-        ]
-    )
-    print(f"report: {write_report(configs, args.out, command)}")
-    return 0

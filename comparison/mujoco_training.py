@@ -45,7 +45,7 @@ from comparison.mujoco import (
     check_evaluations,
     resumed_steps,
 )
-from comparison.study import holds_config, write_config
+from comparison.study import holds_config, restart_run_dir
 from comparison.study_training import play_episodes
 from sb3_per import LA3P, PER, SAC, PrioritizedReplayBuffer, ReLo
 
@@ -285,9 +285,7 @@ def remove_checkpoints(run_dir: Path) -> None:
 
 def fresh_start(config: MuJoCoConfig, run_dir: Path) -> tuple[SAC, RunStart]:
     """A new model for ``config``'s run, in ``run_dir`` emptied of what an attempt left and holding its config."""
-    shutil.rmtree(run_dir, ignore_errors=True)
-    run_dir.mkdir(parents=True)
-    write_config(config, run_dir)
+    restart_run_dir(config, run_dir)
     return make_model(config, make_training_env(config)), RunStart()
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import shutil
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -130,6 +131,19 @@ def write_config(config: StudyConfig, directory: Path) -> None:
     write_text_atomically(config.to_json(), Path(directory) / CONFIG_FILE)
 
 
+def restart_run_dir(config: StudyConfig, directory: Path) -> None:
+    """
+    Empty ``directory`` of what an attempt at a run left (making it if there is none) and write ``config``'s
+    ``config.json`` into it: the start of a run trained from its first step.
+
+    :param config: the run
+    :param directory: its folder
+    """
+    shutil.rmtree(directory, ignore_errors=True)
+    Path(directory).mkdir(parents=True)
+    write_config(config, directory)
+
+
 def holds_config(config: StudyConfig, directory: Path) -> bool:
     """
     Whether ``directory`` holds ``config``'s ``config.json`` (False if it holds none).
@@ -169,19 +183,18 @@ class ResultColumns:
     """
     The columns of a study's result file, a row per evaluation of one run (``check_result_rows``).
 
-    :param names: every column, in order; the first three are the run's ``task``, ``variant`` and ``seed``, and one
-        is ``step``
+    :param names: every column, in order, ``labels`` and ``step`` among them
     :param finite: the columns that must be finite in every row
     :param episodes: the column of the number of episodes each evaluation played
+    :param labels: the columns that name the run: its task, variant and seed
+    :param step: the column of the step of each evaluation
     """
 
     names: tuple[str, ...]
     finite: tuple[str, ...]
     episodes: str
-
-
-#: The columns that name a run in its result rows.
-RUN_LABELS = ("task", "variant", "seed")
+    labels: tuple[str, str, str] = ("task", "variant", "seed")
+    step: str = "step"
 
 
 def check_result_rows(
@@ -198,7 +211,7 @@ def check_result_rows(
 
     :param rows: the rows read
     :param columns: the study's result columns
-    :param run: the run's ``task``, ``variant`` and ``seed`` (``RUN_LABELS``)
+    :param run: the run's task, variant and seed, by the names of ``columns.labels``
     :param steps: the steps of the evaluations expected
     :param episodes: the episodes each evaluation plays
     :param source: the file the rows come from, named in the error
@@ -207,10 +220,10 @@ def check_result_rows(
     missing = [column for column in columns.names if column not in rows.columns]
     if missing:
         raise ValueError(f"{source} lacks the columns {missing}")
-    if list(rows["step"]) != list(steps):
-        raise ValueError(f"{source} holds the steps {list(rows['step'])}, expected {list(steps)}")
-    labels = rows[list(RUN_LABELS)].drop_duplicates().values.tolist()
-    expected = [run[label] for label in RUN_LABELS]
+    if list(rows[columns.step]) != list(steps):
+        raise ValueError(f"{source} holds the {columns.step}s {list(rows[columns.step])}, expected {list(steps)}")
+    labels = rows[list(columns.labels)].drop_duplicates().values.tolist()
+    expected = [run[label] for label in columns.labels]
     if labels != [expected]:
         raise ValueError(f"{source} holds rows of {labels}, expected {expected}")
     values = rows[list(columns.finite)].to_numpy(dtype=float)

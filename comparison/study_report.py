@@ -1,7 +1,8 @@
 """
 What the reports of the studies of ``comparison.study`` share (``comparison/mujoco_report.py``,
-``comparison/her_report.py``): the finished runs' result rows, one score row per run, the table of each variant's
-scores with bootstrap intervals over seeds, and the learning curves, a panel per task.
+``comparison/her_report.py``; ``comparison/minatar_report.py`` takes the result rows only): the finished runs' result
+rows, one score row per run, the table of each variant's scores with bootstrap intervals over seeds, and the learning
+curves, a panel per task.
 """
 
 from __future__ import annotations

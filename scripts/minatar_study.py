@@ -3,9 +3,11 @@ DQN, PER-DQN and ReLo-DQN on MinAtar Breakout and Seaquest with the ReLo authors
 (see comparison/minatar.py), resumable: runs go into docs/results/minatar/runs/ one at a time, and a rerun trains only
 the unfinished ones. Needs the GPL-licensed MinAtar: pip install -e ".[minatar]".
 
-    python scripts/minatar_study.py run [--max-runs N] [--seeds 5] [--frames 1000000]  # train what is left, report
-    python scripts/minatar_study.py report                                               # report only
-    python scripts/minatar_study.py pending                                              # unfinished runs
+    python scripts/minatar_study.py run --seeds 5 [--first-seed 0] [--games breakout seaquest] [--variants dqn per]
+        [--frames 1000000] [--log-interval 50000] [--eval-episodes 10] [--shard 0 2] [--max-runs N]
+        [--out docs/results/minatar]                                            # train what is left, then report
+    python scripts/minatar_study.py report                                      # report only
+    python scripts/minatar_study.py pending                                     # how many runs are unfinished
 
 (Not scripts/minatar.py: a script of that name would shadow the minatar package for every script in scripts/.)
 """
@@ -14,7 +16,8 @@ import sys
 
 import _repository  # noqa: F401  (the clone on sys.path: first, before comparison and envs)
 
-from comparison.minatar_report import minatar_main
+from comparison.minatar import MinAtarStudy
+from comparison.study import study_main
 
 if __name__ == "__main__":
-    sys.exit(minatar_main())
+    sys.exit(study_main(MinAtarStudy()))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -16,7 +17,6 @@ from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.env_util import make_vec_env
 
 from comparison.minatar import (
-    CONFIG_FILE,
     GAMES,
     PROGRESS_FILE,
     RETURN_COLUMNS,
@@ -24,24 +24,16 @@ from comparison.minatar import (
     EpsilonSchedule,
     MinAtarConfig,
     MinAtarGame,
+    MinAtarStudy,
     RewardNoise,
     finished_returns,
     make_model,
     make_training_env,
     plan_runs,
     register_minatar,
-    run_dir,
-    run_study,
-    shard_plan,
 )
-from comparison.minatar_report import (
-    CURVES_FILE,
-    RETURNS_TABLE,
-    comparison_table,
-    direction_verdict,
-    minatar_main,
-    write_report,
-)
+from comparison.minatar_report import CURVES_FILE, RETURNS_TABLE, comparison_table, direction_verdict, write_report
+from comparison.study import CONFIG_FILE, run_dir, run_study, shard_plan, study_main
 from sb3_per import PrioritizedReplayBuffer
 
 # A few hundred frames: enough for gradient steps, target copies and three logged rows, not for learning.
@@ -55,21 +47,34 @@ TINY = dict(
 )
 
 
+STUDY = MinAtarStudy()
+
+
 def tiny_plan(seeds: range = range(1)) -> list[MinAtarConfig]:
-    return plan_runs(list(GAMES), ["dqn", "per"], seeds, **TINY)
+    return plan_runs(seeds, list(GAMES), ["dqn", "per"], **TINY)
+
+
+def minatar_main(argv: list[str]) -> int:
+    """The command line of ``scripts/minatar_study.py``."""
+    return study_main(STUDY, argv)
+
+
+def finished_in(out_dir: Path, config: MinAtarConfig) -> pd.DataFrame | None:
+    """``finished_returns`` of ``config``'s run in the study folder ``out_dir``."""
+    return finished_returns(config, run_dir(out_dir, config))
 
 
 @pytest.fixture(scope="module")
 def tiny_study(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Every game (the noisy one too) and both variants, one seed, trained once for the module's tests."""
     out_dir = tmp_path_factory.mktemp("minatar")
-    run_study(tiny_plan(), out_dir, announce=lambda line: None)
+    run_study(STUDY, tiny_plan(), out_dir, announce=lambda line: None)
     return out_dir
 
 
 def test_a_tiny_study_finishes_every_run_with_a_row_per_logged_frame(tiny_study: Path) -> None:
     for config in tiny_plan():
-        rows = finished_returns(tiny_study, config)
+        rows = finished_in(tiny_study, config)
         assert rows is not None
         assert list(rows.columns) == list(RETURN_COLUMNS)
         assert list(rows["frame"]) == [0, 200, 400]
@@ -82,7 +87,7 @@ def test_a_tiny_study_finishes_every_run_with_a_row_per_logged_frame(tiny_study:
 
 def test_a_finished_study_trains_nothing_when_run_again(tiny_study: Path) -> None:
     before = {path: path.stat().st_mtime_ns for path in tiny_study.rglob("*")}
-    progress = run_study(tiny_plan(), tiny_study, announce=lambda line: None)
+    progress = run_study(STUDY, tiny_plan(), tiny_study, announce=lambda line: None)
     assert progress.trained == [] and progress.pending == []
     assert {path: path.stat().st_mtime_ns for path in tiny_study.rglob("*")} == before
 
@@ -107,8 +112,9 @@ def test_the_command_line_counts_pending_runs_and_refuses_other_settings_runs(
     with pytest.raises(ValueError, match="other settings"):
         minatar_main(["pending", "--out", str(tiny_study)])
     # 400 frames are below the authors' 5,000 random frames: no such config can be built.
-    with pytest.raises(ValueError, match="learning_starts"):
+    with pytest.raises(SystemExit):
         minatar_main(["pending", "--frames", "400", "--log-interval", "200", "--out", str(tmp_path / "new")])
+    assert "learning_starts must be below total_frames=400, got 5000" in capsys.readouterr().err
 
 
 def test_a_screen_plans_its_own_seeds_and_the_study_keeps_its_three_variants(
@@ -121,15 +127,20 @@ def test_a_screen_plans_its_own_seeds_and_the_study_keeps_its_three_variants(
     small = ["--games", "breakout", "--variants", "expected_relo", "--seeds", "1", "--first-seed", "100"]
     small += ["--frames", "6000", "--log-interval", "3000", "--eval-episodes", "1", "--out", str(tmp_path)]
     assert minatar_main(["run", *small]) == 0
+    assert "trained 1 run(s); 0 pending" in capsys.readouterr().out
     assert sorted(path.name for path in (tmp_path / "runs").iterdir()) == ["breakout_expected_relo_s100"]
-    assert "--first-seed 100" in (tmp_path / "summary.md").read_text()
+    command = (tmp_path / "summary.md").read_text().split("Command: `")[1].split("`")[0]
+    assert "--first-seed 100" in command
+    # The quoted command plans the runs trained: as pending, it finds the one run of its plan finished.
+    assert minatar_main(["pending", *shlex.split(command)[3:]]) == 0
+    assert capsys.readouterr().out.strip() == "0"
     with pytest.raises(SystemExit):
         minatar_main(["pending", "--first-seed", "-1", "--out", str(tmp_path)])
-    assert "--first-seed must be an integer >= 0, got -1" in capsys.readouterr().err
+    assert "argument --first-seed: must be an integer >= 0, got '-1'" in capsys.readouterr().err
 
 
 def test_shards_partition_the_plan_in_its_order_and_refuse_an_index_outside_the_count() -> None:
-    plan = plan_runs(list(GAMES), ["dqn", "per", "relo"], range(2))
+    plan = plan_runs(range(2), list(GAMES), ["dqn", "per", "relo"])
     shards = [shard_plan(plan, index, 5) for index in range(5)]
     names = [config.run_name for shard in shards for config in shard]
     assert sorted(names) == sorted(config.run_name for config in plan) and len(set(names)) == len(plan)
@@ -157,9 +168,10 @@ def test_the_command_lines_shard_counts_and_trains_only_its_own_runs(
 
 def test_the_plan_runs_the_noisy_game_after_every_published_one_seeds_outermost() -> None:
     # The 30 runs of the published tasks keep their places (and so their shards) whatever games follow them.
-    published = plan_runs(["breakout", "seaquest"], ["dqn", "per", "relo"], range(5))
-    assert plan_runs(list(GAMES), ["dqn", "per", "relo"], range(5))[:30] == published
-    names = [config.run_name for config in plan_runs(list(GAMES), ["dqn", "per"], range(2))]
+    published = plan_runs(range(5), ["breakout", "seaquest"], ["dqn", "per", "relo"])
+    assert plan_runs(range(5), list(GAMES), ["dqn", "per", "relo"])[:30] == published
+    assert STUDY.plan(range(5)) == plan_runs(range(5))  # the command line's default: every game, dqn, per and relo
+    names = [config.run_name for config in plan_runs(range(2), list(GAMES), ["dqn", "per"])]
     assert names == [
         *("breakout_dqn_s0", "breakout_per_s0", "seaquest_dqn_s0", "seaquest_per_s0"),
         *("breakout_dqn_s1", "breakout_per_s1", "seaquest_dqn_s1", "seaquest_per_s1"),
@@ -193,7 +205,7 @@ def test_reward_noise_adds_unit_gaussians_reproducibly_and_leaves_the_game_alone
     with pytest.raises(ValueError, match=r"reward_noise_std must be a finite number >= 0, got -1\.0"):
         MinAtarGame("MinAtar/Breakout-v0", reward_noise_std=-1.0)
     with pytest.raises(ValueError, match="game must be one of"):
-        plan_runs(["pong"], ["dqn"], range(1))
+        plan_runs(range(1), ["pong"], ["dqn"])
 
 
 def noise_after_reset(env: gym.Env, seed: int | None, steps: int = 50) -> list[float]:
@@ -242,10 +254,10 @@ def test_a_run_that_an_interrupted_attempt_left_is_trained_again(tmp_path: Path)
     directory.mkdir(parents=True)
     (directory / CONFIG_FILE).write_text(config.to_json())
     (directory / PROGRESS_FILE).write_text("half a log")
-    assert finished_returns(tmp_path, config) is None
-    progress = run_study([config], tmp_path, announce=lambda line: None)
+    assert finished_in(tmp_path, config) is None
+    progress = run_study(STUDY, [config], tmp_path, announce=lambda line: None)
     assert progress.trained == [config.run_name]
-    assert finished_returns(tmp_path, config) is not None
+    assert finished_in(tmp_path, config) is not None
 
 
 def test_a_returns_file_missing_its_last_row_is_not_a_finished_run(tiny_study: Path, tmp_path: Path) -> None:
@@ -255,11 +267,11 @@ def test_a_returns_file_missing_its_last_row_is_not_a_finished_run(tiny_study: P
     (target / CONFIG_FILE).write_text((source / CONFIG_FILE).read_text())
     rows = pd.read_csv(source / RETURNS_FILE)
     rows.iloc[:-1].to_csv(target / RETURNS_FILE, index=False)
-    assert finished_returns(tmp_path, config) is None
+    assert finished_in(tmp_path, config) is None
     rows.assign(seed=7).to_csv(target / RETURNS_FILE, index=False)  # another run's rows
-    assert finished_returns(tmp_path, config) is None
+    assert finished_in(tmp_path, config) is None
     rows.to_csv(target / RETURNS_FILE, index=False)
-    assert finished_returns(tmp_path, config) is not None
+    assert finished_in(tmp_path, config) is not None
 
 
 def test_a_run_written_with_other_settings_raises_rather_than_mixing(tiny_study: Path, tmp_path: Path) -> None:
@@ -268,9 +280,9 @@ def test_a_run_written_with_other_settings_raises_rather_than_mixing(tiny_study:
     directory.mkdir(parents=True)
     (directory / CONFIG_FILE).write_text(replace(config, learning_rate=1e-3).to_json())
     with pytest.raises(ValueError, match="other settings"):
-        finished_returns(tmp_path, config)
+        finished_in(tmp_path, config)
     with pytest.raises(ValueError, match="other settings"):
-        run_study([config], tmp_path, announce=lambda line: None)
+        run_study(STUDY, [config], tmp_path, announce=lambda line: None)
 
 
 @pytest.mark.parametrize("text", ["{not json", '{"game": "breakout", "colour": "red"}', "[]"])
@@ -280,18 +292,18 @@ def test_a_garbage_or_unknown_key_config_is_named_as_such_not_as_other_settings(
     directory.mkdir(parents=True)
     (directory / CONFIG_FILE).write_text(text)
     with pytest.raises(ValueError, match=r"config\.json is no config of this study \(not a MinAtarConfig: "):
-        finished_returns(tmp_path, config)
+        finished_in(tmp_path, config)
 
 
 def test_a_run_whose_evaluations_hold_nan_is_not_finished(tiny_study: Path, tmp_path: Path) -> None:
     config = tiny_plan()[0]
     source, target = run_dir(tiny_study, config), run_dir(tmp_path, config)
     shutil.copytree(source, target)
-    assert finished_returns(tmp_path, config) is not None
+    assert finished_in(tmp_path, config) is not None
     rows = pd.read_csv(target / RETURNS_FILE)
     rows.loc[len(rows) - 1, "eval_return_mean"] = float("nan")
     rows.to_csv(target / RETURNS_FILE, index=False)
-    assert finished_returns(tmp_path, config) is None  # redone by the next run, never reported
+    assert finished_in(tmp_path, config) is None  # redone by the next run, never reported
 
 
 def test_the_config_round_trips_through_json_and_rejects_bad_values() -> None:
