@@ -330,14 +330,16 @@ def check_evaluations(rows: pd.DataFrame, config: NoiseTestConfig, source: Path 
 
 def finished_evaluations(config: NoiseTestConfig, run_dir: Path) -> pd.DataFrame | None:
     """
-    The rows of ``config``'s run in ``run_dir`` if it has finished, None if not (no folder, or one that an
-    interrupted attempt left: no ``evaluations.csv``, or one that fails ``check_evaluations``).
+    The rows of ``config``'s run in ``run_dir``, with its ``variant`` and ``seed`` columns, if it has finished; None if
+    not (no folder, or one that an interrupted attempt left: no ``evaluations.csv``, or one that fails
+    ``check_evaluations``).
 
     :param config: the run
     :param run_dir: its folder
     :raises ValueError: naming the file, if ``run_dir`` holds another config
     """
-    return finished_result_rows(config, run_dir, EVALUATIONS_FILE, check_evaluations)
+    rows = finished_result_rows(config, run_dir, EVALUATIONS_FILE, check_evaluations)
+    return None if rows is None else rows.assign(variant=config.variant, seed=config.seed)
 
 
 def plan_runs(
@@ -395,12 +397,6 @@ def summary_table(rows: pd.DataFrame) -> str:
     return header + "\n".join(lines) + "\n"
 
 
-def labelled_evaluations(config: NoiseTestConfig, run_dir: Path) -> pd.DataFrame | None:
-    """``finished_evaluations`` of ``config``'s run with its ``variant`` and ``seed`` columns (None if unfinished)."""
-    rows = finished_evaluations(config, run_dir)
-    return None if rows is None else rows.assign(variant=config.variant, seed=config.seed)
-
-
 def write_report(configs: Sequence[NoiseTestConfig], out_dir: Path, command: str) -> Path:
     """
     Write ``summary.md`` into ``out_dir``: the settings of the plan (those of its first run: a plan shares them) and
@@ -411,7 +407,7 @@ def write_report(configs: Sequence[NoiseTestConfig], out_dir: Path, command: str
     :param command: the command that runs the whole plan, quoted in the summary
     :return: the summary's path
     """
-    rows = collect_rows(configs, out_dir, labelled_evaluations, [*COLUMNS, "variant", "seed"])
+    rows = collect_rows(configs, out_dir, finished_evaluations, [*COLUMNS, "variant", "seed"])
     base = configs[0]
     summary = (
         "# Noise test: where each replay scheme's attention goes\n\n"
