@@ -54,9 +54,7 @@ train again from its start when an interruption left it unfinished. Layout of th
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import functools
-import json
 import math
 import time
 import warnings
@@ -79,6 +77,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from comparison.experiment import write_csv_atomically
 from comparison.study import (
+    JsonConfig,
     ResultColumns,
     check_integer_fields,
     check_result_rows,
@@ -88,6 +87,7 @@ from comparison.study import (
     positive_integer,
     restart_run_dir,
 )
+from comparison.study_training import play_episodes
 from sb3_per import DQN, PER, ExpectedReLo, PrioritizedReplayBuffer, ReLo
 
 
@@ -185,7 +185,7 @@ STUDY_VARIANTS = ("dqn", "per", "relo")
 
 
 @dataclass(frozen=True)
-class MinAtarConfig:
+class MinAtarConfig(JsonConfig):
     """
     One run of the study: everything that determines it (the defaults are the ReLo authors' settings).
 
@@ -279,22 +279,6 @@ class MinAtarConfig:
     def logged_frames(self) -> list[int]:
         """The frames ``returns.csv`` holds a row for: 0, ``log_interval``, ..., ``total_frames``."""
         return list(range(0, self.total_frames + 1, self.log_interval))
-
-    def to_json(self) -> str:
-        """The config as sorted JSON (what ``config.json`` holds)."""
-        return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
-
-    @classmethod
-    def from_json(cls, text: str) -> MinAtarConfig:
-        """
-        The config ``to_json`` wrote.
-
-        :raises ValueError: the text is not such a config
-        """
-        try:
-            return cls(**json.loads(text))
-        except (TypeError, json.JSONDecodeError) as error:
-            raise ValueError(f"not a MinAtarConfig: {error}") from None
 
 
 @dataclass(frozen=True)
@@ -446,26 +430,6 @@ def make_model(config: MinAtarConfig, env: Any) -> DQN:
     return model
 
 
-def greedy_returns(model: Any, env: gym.Env, seeds: Sequence[int]) -> list[float]:
-    """
-    The return of one greedy episode of ``model`` per seed on ``env`` (cut after ``EVAL_MAX_FRAMES`` frames).
-
-    :param model: anything with SB3's ``predict``
-    :param env: one env (not vectorized)
-    :param seeds: the episodes' reset seeds
-    """
-    returns = []
-    for seed in seeds:
-        observation, _ = env.reset(seed=seed)
-        total, done, frames = 0.0, False, 0
-        while not done and frames < EVAL_MAX_FRAMES:
-            action, _ = model.predict(observation, deterministic=True)
-            observation, reward, terminated, truncated, _ = env.step(int(action))
-            total, done, frames = total + float(reward), terminated or truncated, frames + 1
-        returns.append(total)
-    return returns
-
-
 class ReturnLog(BaseCallback):
     """
     Keeps the training episodes' returns, their moving average as the authors log it, and at frame 0 and every
@@ -485,7 +449,8 @@ class ReturnLog(BaseCallback):
 
     def _log_row(self) -> None:
         seeds = range(EVAL_SEED, EVAL_SEED + self.config.eval_episodes)
-        evaluation = greedy_returns(self.model, self.eval_env, seeds)
+        episodes = play_episodes(self.model, self.eval_env, seeds, max_steps=EVAL_MAX_FRAMES)
+        evaluation = [episode.total for episode in episodes]
         self.rows.append(
             {
                 "game": self.config.game,

@@ -18,13 +18,15 @@ refuses a bad argument at once.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import shlex
 import shutil
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar
 
 import numpy as np
 
@@ -57,6 +59,29 @@ class StudyConfig(Protocol):
 
 
 ConfigT = TypeVar("ConfigT", bound=StudyConfig)
+
+
+class JsonConfig:
+    """
+    ``to_json`` and ``from_json`` of a ``StudyConfig`` that is a frozen dataclass of JSON values: a base class of
+    the config.
+    """
+
+    def to_json(self) -> str:
+        """The config as sorted JSON (what ``config.json`` holds)."""
+        return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)  # type: ignore[call-overload]
+
+    @classmethod
+    def from_json(cls, text: str) -> Self:
+        """
+        The config ``to_json`` wrote.
+
+        :raises ValueError: the text is not such a config
+        """
+        try:
+            return cls(**json.loads(text))
+        except (TypeError, json.JSONDecodeError) as error:
+            raise ValueError(f"not a {cls.__name__}: {error}") from None
 
 
 class Study(Protocol[ConfigT]):
@@ -186,14 +211,14 @@ class ResultColumns:
     :param names: every column, in order, ``labels`` and ``step`` among them
     :param finite: the columns that must be finite in every row
     :param episodes: the column of the number of episodes each evaluation played
-    :param labels: the columns that name the run: its task, variant and seed
+    :param labels: the columns that name the run (its task, variant and seed, by default)
     :param step: the column of the step of each evaluation
     """
 
     names: tuple[str, ...]
     finite: tuple[str, ...]
     episodes: str
-    labels: tuple[str, str, str] = ("task", "variant", "seed")
+    labels: tuple[str, ...] = ("task", "variant", "seed")
     step: str = "step"
 
 
@@ -211,7 +236,7 @@ def check_result_rows(
 
     :param rows: the rows read
     :param columns: the study's result columns
-    :param run: the run's task, variant and seed, by the names of ``columns.labels``
+    :param run: the run's labels, by the names of ``columns.labels``
     :param steps: the steps of the evaluations expected
     :param episodes: the episodes each evaluation plays
     :param source: the file the rows come from, named in the error
