@@ -331,22 +331,6 @@ class BlindCliffwalkConfig(JsonConfig):
         return f"n{self.n_states}_{self.method}_s{self.seed}"
 
 
-def train_run(config: BlindCliffwalkConfig, run_dir: Path) -> None:
-    """
-    Run ``config`` into ``run_dir`` from its start (emptying the folder an interrupted attempt left): ``config.json``,
-    then ``updates.csv``.
-
-    :param config: the run
-    :param run_dir: its folder
-    :raises ValueError: ``run_dir`` holds another config
-    """
-    holds_config(config, run_dir)  # raises if the folder is another run's
-    restart_run_dir(config, run_dir)
-    updates = updates_to_learn(config.n_states, config.method, config.seed, config.max_updates, config.alpha)
-    row = [config.n_states, config.method, config.seed, math.nan if updates is None else updates]
-    write_csv_atomically(pd.DataFrame([row], columns=list(UPDATE_COLUMNS)), Path(run_dir) / UPDATES_FILE)
-
-
 def check_updates(rows: pd.DataFrame, config: BlindCliffwalkConfig, source: Path | str) -> None:
     """
     Check that ``rows`` are the finished run of ``config``: one row of ``UPDATE_COLUMNS`` with its labels, and
@@ -364,31 +348,11 @@ def check_updates(rows: pd.DataFrame, config: BlindCliffwalkConfig, source: Path
 
 def finished_updates(config: BlindCliffwalkConfig, run_dir: Path) -> pd.DataFrame | None:
     """
-    The row of ``config``'s run in ``run_dir`` if it has finished, None if not (no folder, or one that an
-    interrupted attempt left: no ``updates.csv``, or one that fails ``check_updates``).
+    ``config``'s ``updates.csv`` rows if ``run_dir`` holds its finished run (``check_updates`` passes), else None.
 
     :raises ValueError: naming the file, if ``run_dir`` holds another config
     """
     return finished_result_rows(config, run_dir, UPDATES_FILE, check_updates)
-
-
-def plan_runs(
-    seeds: Iterable[int], n_states: Iterable[int] = DEFAULT_N_STATES, methods: Iterable[str] = METHODS, **settings: Any
-) -> list[BlindCliffwalkConfig]:
-    """
-    One config per chain length, method and seed, in that order (the seeds innermost).
-
-    :param seeds: the seeds
-    :param n_states: chain lengths
-    :param methods: replay methods, each one of ``METHODS``
-    :param settings: further ``BlindCliffwalkConfig`` fields (``max_updates``, ``alpha``)
-    :raises ValueError: a list is empty, or a value or setting is not valid
-    """
-    seeds, n_states, methods = list(seeds), list(n_states), list(methods)
-    for name, values in (("n_states", n_states), ("methods", methods), ("seeds", seeds)):
-        if not values:
-            raise ValueError(f"{name} must not be empty, got {values!r}")
-    return [BlindCliffwalkConfig(n, method, seed, **settings) for n in n_states for method in methods for seed in seeds]
 
 
 def summary_table(configs: Sequence[BlindCliffwalkConfig], out_dir: Path) -> pd.DataFrame:
@@ -445,13 +409,42 @@ class BlindCliffwalkStudy:
 
     name = "blind_cliffwalk"
 
-    def plan(self, seeds: Sequence[int], **options: Any) -> list[BlindCliffwalkConfig]:
-        """``plan_runs(seeds, **options)``."""
-        return plan_runs(seeds, **options)
+    def plan(
+        self,
+        seeds: Sequence[int],
+        n_states: Iterable[int] = DEFAULT_N_STATES,
+        methods: Iterable[str] = METHODS,
+        **settings: Any,
+    ) -> list[BlindCliffwalkConfig]:
+        """
+        One config per chain length, method and seed, in that order (the seeds innermost).
+
+        :param seeds: the seeds
+        :param n_states: chain lengths
+        :param methods: replay methods, each one of ``METHODS``
+        :param settings: further ``BlindCliffwalkConfig`` fields (``max_updates``, ``alpha``)
+        :raises ValueError: a list is empty, or a value or setting is not valid
+        """
+        seeds, n_states, methods = list(seeds), list(n_states), list(methods)
+        for name, values in (("n_states", n_states), ("methods", methods), ("seeds", seeds)):
+            if not values:
+                raise ValueError(f"{name} must not be empty, got {values!r}")
+        return [
+            BlindCliffwalkConfig(n, method, seed, **settings) for n in n_states for method in methods for seed in seeds
+        ]
 
     def train(self, config: BlindCliffwalkConfig, run_dir: Path) -> None:
-        """Run ``config`` into ``run_dir`` from its start (``train_run``)."""
-        train_run(config, run_dir)
+        """
+        Run ``config`` into ``run_dir`` from its start (emptying the folder an interrupted attempt left):
+        ``config.json``, then ``updates.csv``.
+
+        :raises ValueError: ``run_dir`` holds another config
+        """
+        holds_config(config, run_dir)  # raises if the folder is another run's
+        restart_run_dir(config, run_dir)
+        updates = updates_to_learn(config.n_states, config.method, config.seed, config.max_updates, config.alpha)
+        row = [config.n_states, config.method, config.seed, math.nan if updates is None else updates]
+        write_csv_atomically(pd.DataFrame([row], columns=list(UPDATE_COLUMNS)), Path(run_dir) / UPDATES_FILE)
 
     def finished(self, config: BlindCliffwalkConfig, run_dir: Path) -> bool:
         """Whether ``run_dir`` holds ``config``'s finished run (``finished_updates``)."""

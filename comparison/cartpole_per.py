@@ -171,32 +171,6 @@ class StepEvaluations(BaseCallback):
         return True
 
 
-def train_run(config: CartPoleConfig, run_dir: Path) -> pd.DataFrame:
-    """
-    Train one run into ``run_dir`` from its start (emptying the folder an interrupted attempt left): ``config.json``,
-    then ``evaluations.csv``.
-
-    :param config: the run
-    :param run_dir: its folder
-    :return: its evaluation rows (``EVALUATION_COLUMNS``)
-    :raises ValueError: ``run_dir`` holds another config
-    """
-    run_dir = Path(run_dir)
-    holds_config(config, run_dir)  # raises if the folder is another run's
-    restart_run_dir(config, run_dir)
-    model = make_model(config.variant, config.seed, make_vec_env(ENV_ID, n_envs=1, seed=config.seed))
-    evaluations = StepEvaluations(config)
-    model.learn(config.total_steps, callback=evaluations)
-    rows = pd.DataFrame(evaluations.rows)
-    rows.insert(0, "variant", config.variant)
-    rows.insert(1, "seed", config.seed)
-    rows["n_episodes"] = config.eval_episodes
-    rows = rows[list(EVALUATION_COLUMNS)]
-    check_evaluations(rows, config, run_dir / EVALUATIONS_FILE)
-    write_csv_atomically(rows, run_dir / EVALUATIONS_FILE)
-    return rows
-
-
 def check_evaluations(rows: pd.DataFrame, config: CartPoleConfig, source: Path | str) -> None:
     """
     Check that ``rows`` are a finished run of ``config``: the columns ``EVALUATION_COLUMNS``, one row per step of
@@ -212,27 +186,12 @@ def check_evaluations(rows: pd.DataFrame, config: CartPoleConfig, source: Path |
 
 def finished_evaluations(config: CartPoleConfig, run_dir: Path) -> pd.DataFrame | None:
     """
-    The rows of ``config``'s run in ``run_dir`` if it has finished, None if not (no folder, or one that an
-    interrupted attempt left: no ``evaluations.csv``, or one that fails ``check_evaluations``).
+    ``config``'s ``evaluations.csv`` rows if ``run_dir`` holds its finished run (``check_evaluations`` passes),
+    else None.
 
     :raises ValueError: naming the file, if ``run_dir`` holds another config
     """
     return finished_result_rows(config, run_dir, EVALUATIONS_FILE, check_evaluations)
-
-
-def plan_runs(
-    seeds: Iterable[int], variants: Iterable[str] = tuple(VARIANT_ALPHAS), **settings: Any
-) -> list[CartPoleConfig]:
-    """
-    One config per (seed, variant), seeds outermost, so that a partial study stays paired.
-
-    :param seeds: the seeds
-    :param variants: keys of ``VARIANT_ALPHAS``
-    :param settings: further ``CartPoleConfig`` fields (e.g. ``total_steps``)
-    :raises ValueError: a variant or a setting is not valid
-    """
-    variants = list(variants)  # walked once per seed
-    return [CartPoleConfig(variant, seed, **settings) for seed in seeds for variant in variants]
 
 
 def final_returns(evaluations: pd.DataFrame, step: int) -> dict[str, dict[int, float]]:
@@ -320,65 +279,86 @@ def plot_cartpole(evaluations: pd.DataFrame, path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
-def write_report(configs: Sequence[CartPoleConfig], out_dir: Path, command: str) -> Path:
-    """
-    Write the report of the finished runs of ``configs`` into ``out_dir``: ``evaluations.csv`` (their rows, in plan
-    order), ``summary.md`` and ``cartpole_per.png``.
-
-    :param configs: the plan (its runs share their settings but variant and seed)
-    :param out_dir: the study's folder
-    :param command: the command that runs the whole plan, quoted in the summary
-    :return: the summary's path
-    """
-    out_dir = Path(out_dir)
-    evaluations = collect_rows(configs, out_dir, finished_evaluations, EVALUATION_COLUMNS)
-    write_csv_atomically(evaluations, out_dir / EVALUATIONS_FILE)
-    settings = configs[0]
-    lines = [
-        "# DQN on CartPole-v1 with the RL Zoo's hyperparameters: uniform replay vs PER",
-        "",
-        f"Written by `{command}`; the settings are in `comparison/cartpole_per.py`'s docstring.",
-        "",
-        f"Final greedy evaluation return at {settings.total_steps:,} steps ({settings.eval_episodes} episodes, fixed "
-        "seeds):",
-        "",
-        *summary_lines(final_returns(evaluations, settings.total_steps)),
-        "",
-        f"Mean of the evaluation returns at steps {', '.join(map(str, settings.eval_steps))} (less noisy than the "
-        "last):",
-        "",
-        *summary_lines(returns_by_seed(evaluations)),
-        "",
-        "![evaluation returns](cartpole_per.png)",
-        "",
-    ]
-    path = out_dir / "summary.md"
-    write_text_atomically("\n".join(lines), path)
-    if len(evaluations):
-        plot_cartpole(evaluations, out_dir / "cartpole_per.png")
-    return path
-
-
 class CartPolePerStudy:
     """The CartPole study as ``comparison.study.Study`` (see this module's docstring)."""
 
     name = "cartpole_per"
 
-    def plan(self, seeds: Sequence[int], **options: Any) -> list[CartPoleConfig]:
-        """``plan_runs(seeds, **options)``."""
-        return plan_runs(seeds, **options)
+    def plan(
+        self, seeds: Sequence[int], variants: Iterable[str] = tuple(VARIANT_ALPHAS), **settings: Any
+    ) -> list[CartPoleConfig]:
+        """
+        One config per (seed, variant), seeds outermost, so that a partial study stays paired.
+
+        :param seeds: the seeds
+        :param variants: keys of ``VARIANT_ALPHAS``
+        :param settings: further ``CartPoleConfig`` fields (e.g. ``total_steps``)
+        :raises ValueError: a variant or a setting is not valid
+        """
+        variants = list(variants)  # walked once per seed
+        return [CartPoleConfig(variant, seed, **settings) for seed in seeds for variant in variants]
 
     def train(self, config: CartPoleConfig, run_dir: Path) -> None:
-        """Train ``config``'s run into ``run_dir`` from its start (``train_run``)."""
-        train_run(config, run_dir)
+        """
+        Train ``config``'s run into ``run_dir`` from its start (emptying the folder an interrupted attempt left):
+        ``config.json``, then ``evaluations.csv``.
+
+        :raises ValueError: ``run_dir`` holds another config
+        """
+        run_dir = Path(run_dir)
+        holds_config(config, run_dir)  # raises if the folder is another run's
+        restart_run_dir(config, run_dir)
+        model = make_model(config.variant, config.seed, make_vec_env(ENV_ID, n_envs=1, seed=config.seed))
+        evaluations = StepEvaluations(config)
+        model.learn(config.total_steps, callback=evaluations)
+        rows = pd.DataFrame(evaluations.rows)
+        rows.insert(0, "variant", config.variant)
+        rows.insert(1, "seed", config.seed)
+        rows["n_episodes"] = config.eval_episodes
+        rows = rows[list(EVALUATION_COLUMNS)]
+        check_evaluations(rows, config, run_dir / EVALUATIONS_FILE)
+        write_csv_atomically(rows, run_dir / EVALUATIONS_FILE)
 
     def finished(self, config: CartPoleConfig, run_dir: Path) -> bool:
         """Whether ``run_dir`` holds ``config``'s finished run (``finished_evaluations``)."""
         return finished_evaluations(config, run_dir) is not None
 
     def report(self, configs: Sequence[CartPoleConfig], out_dir: Path, command: str) -> Path:
-        """Write the report (``write_report``); return the summary's path."""
-        return write_report(configs, out_dir, command)
+        """
+        Write the report of the finished runs of ``configs`` into ``out_dir``: ``evaluations.csv`` (their rows, in
+        plan order), ``summary.md`` and ``cartpole_per.png``.
+
+        :param configs: the plan (its runs share their settings but variant and seed)
+        :param out_dir: the study's folder
+        :param command: the command that runs the whole plan, quoted in the summary
+        :return: the summary's path
+        """
+        out_dir = Path(out_dir)
+        evaluations = collect_rows(configs, out_dir, finished_evaluations, EVALUATION_COLUMNS)
+        write_csv_atomically(evaluations, out_dir / EVALUATIONS_FILE)
+        run = configs[0]
+        lines = [
+            "# DQN on CartPole-v1 with the RL Zoo's hyperparameters: uniform replay vs PER",
+            "",
+            f"Written by `{command}`; the settings are in `comparison/cartpole_per.py`'s docstring.",
+            "",
+            f"Final greedy evaluation return at {run.total_steps:,} steps ({run.eval_episodes} episodes, fixed seeds):",
+            "",
+            *summary_lines(final_returns(evaluations, run.total_steps)),
+            "",
+            f"Mean of the evaluation returns at steps {', '.join(map(str, run.eval_steps))} (less noisy than the "
+            "last):",
+            "",
+            *summary_lines(returns_by_seed(evaluations)),
+            "",
+            "![evaluation returns](cartpole_per.png)",
+            "",
+        ]
+        path = out_dir / "summary.md"
+        write_text_atomically("\n".join(lines), path)
+        if len(evaluations):
+            plot_cartpole(evaluations, out_dir / "cartpole_per.png")
+        return path
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         """``--variants``, ``--steps``, ``--eval-freq`` and ``--eval-episodes``; 10 seeds unless ``--seeds`` says."""

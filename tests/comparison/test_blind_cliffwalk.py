@@ -16,7 +16,6 @@ from comparison.blind_cliffwalk import (
     BlindCliffwalk,
     BlindCliffwalkConfig,
     BlindCliffwalkStudy,
-    plan_runs,
     summarize_runs,
     summary_table,
     updates_to_learn,
@@ -59,7 +58,7 @@ def test_the_right_action_alternates_between_neighbouring_states() -> None:
 
 
 def test_prioritized_replay_needs_fewer_median_updates_than_uniform_on_a_small_chain(tmp_path) -> None:
-    plan = plan_runs(range(5), n_states=[5], max_updates=100_000)
+    plan = STUDY.plan(range(5), n_states=[5], max_updates=100_000)
     run_study(STUDY, plan, tmp_path, announce=quiet)
     summary = summary_table(plan, tmp_path).set_index("method")
     assert (summary["n_learned"] == 5).all()
@@ -96,7 +95,7 @@ def test_summary_counts_a_run_that_did_not_learn_as_slower_than_any_that_did() -
 def test_the_plan_rejects_bad_arguments_naming_them(kwargs: dict, message: str) -> None:
     arguments = {"n_states": [3], "methods": ["uniform"], "seeds": [0], "max_updates": 10} | kwargs
     with pytest.raises(ValueError, match=message):
-        plan_runs(**arguments)
+        STUDY.plan(**arguments)
 
 
 def test_bad_method_is_rejected_before_a_run() -> None:
@@ -134,7 +133,7 @@ def test_command_line_writes_the_summary_csv_and_its_plot(tmp_path, capsys) -> N
         (n, m) for n in (2, 3) for m in METHODS
     )
     assert (written["n_seeds"] == 2).all()
-    pd.testing.assert_frame_equal(written, summary_table(plan_runs(range(2), [2, 3]), tmp_path), check_dtype=False)
+    pd.testing.assert_frame_equal(written, summary_table(STUDY.plan(range(2), [2, 3]), tmp_path), check_dtype=False)
     assert (tmp_path / "blind_cliffwalk.png").read_bytes().startswith(b"\x89PNG")
     assert "trained 12 run(s); 0 pending" in capsys.readouterr().out
     assert study_main(STUDY, ["pending", "--n-states", "2", "3", "4", "--seeds", "2", "--out", str(tmp_path)]) == 0

@@ -21,7 +21,6 @@ from comparison.cartpole_per import (
     CartPolePerStudy,
     finished_evaluations,
     make_model,
-    plan_runs,
 )
 from comparison.study import run_dir, run_study, study_main
 from sb3_per import PrioritizedReplayBuffer
@@ -56,7 +55,7 @@ def test_the_alpha_zero_control_samples_uniformly_with_weights_of_one() -> None:
 
 def test_a_tiny_study_evaluates_every_run_and_resumes_only_what_is_incomplete(tmp_path: Path) -> None:
     lines: list[str] = []
-    plan = plan_runs([0], ["uniform", "per_a0.6"], **TINY)
+    plan = STUDY.plan([0], ["uniform", "per_a0.6"], **TINY)
     progress = run_study(STUDY, plan, tmp_path, announce=lines.append)
     assert progress.trained == ["uniform_s0", "per_a0.6_s0"] and progress.pending == []
     for config in plan:
@@ -84,7 +83,7 @@ def test_the_command_line_writes_the_summary_against_uniform(tmp_path: Path) -> 
 
 
 def test_the_plan_is_seed_major_with_ten_seeds_by_default() -> None:
-    assert [config.run_name for config in plan_runs([0, 1], ["uniform", "per_a0"])] == [
+    assert [config.run_name for config in STUDY.plan([0, 1], ["uniform", "per_a0"])] == [
         "uniform_s0",
         "per_a0_s0",
         "uniform_s1",
