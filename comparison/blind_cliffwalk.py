@@ -44,16 +44,25 @@ Deviations from the paper, and choices it leaves open:
 Sampling uses NumPy's global generator, as SB3's buffers do; each run seeds it, and a separate generator
 of the same seed draws the memory order and the initial Q table, so every replay method of one seed
 starts from the same memory and the same table.
+
+A plug-in of ``comparison.study`` (``BlindCliffwalkStudy``, run by ``scripts/blind_cliffwalk_study.py``): a run is
+one chain length, replay method and seed, seconds long, trained again from its start if an interruption left it
+unfinished. Layout of the output folder (``docs/results/blind_cliffwalk`` by default)::
+
+    runs/n{n_states}_{method}_s{seed}/   config.json, updates.csv (written last: the updates the run needed, empty
+                                         if it did not learn)
+    blind_cliffwalk.csv, blind_cliffwalk.png   the report (``SUMMARY_COLUMNS``, a row per chain length and method)
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import product
 from pathlib import Path
-from typing import NamedTuple, cast
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 import pandas as pd
@@ -62,6 +71,16 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from stable_baselines3.common.buffers import ReplayBuffer
 
+from comparison.experiment import write_csv_atomically
+from comparison.study import (
+    JsonConfig,
+    check_integer_fields,
+    finished_result_rows,
+    holds_config,
+    positive_integer,
+    restart_run_dir,
+)
+from comparison.study_report import collect_rows
 from sb3_per import PrioritizedReplayBuffer, PrioritizedReplayBufferSamples
 
 #: Replay methods: SB3's uniform buffer, and ``sb3_per``'s buffer with each prioritization.
@@ -71,10 +90,14 @@ STEP_SIZE = 0.25
 MSE_THRESHOLD = 1e-3
 #: Standard deviation of the initial Q values (the paper's "N(0, 0.1)").
 INITIAL_Q_STD = 0.1
-#: The command line's grid: chain lengths, the update cap, and where the CSV and PNG go.
+#: The command line's grid: chain lengths and the update cap.
 DEFAULT_N_STATES = tuple(range(2, 13))
 DEFAULT_MAX_UPDATES = 1_000_000
-DEFAULT_OUT_DIR = Path("docs/results/blind_cliffwalk")
+#: A run's result file, and its columns: the run's labels and the updates it needed (empty: it did not learn).
+UPDATES_FILE = "updates.csv"
+UPDATE_COLUMNS = ("n_states", "method", "seed", "updates")
+SUMMARY_FILE = "blind_cliffwalk.csv"
+PLOT_FILE = "blind_cliffwalk.png"
 #: Columns of the summary table, one row per chain length and method.
 SUMMARY_COLUMNS = (
     "n_states",
@@ -278,41 +301,73 @@ def summarize_runs(n_states: int, method: str, updates: list[int | None]) -> dic
     }
 
 
-def run_grid(
-    n_states: list[int],
-    methods: list[str],
-    seeds: list[int],
-    max_updates: int,
-    alpha: float = 1.0,
-    progress: Callable[[dict[str, float | int | str]], None] | None = None,
-) -> pd.DataFrame:
+@dataclass(frozen=True)
+class BlindCliffwalkConfig(JsonConfig):
     """
-    The summary table (``SUMMARY_COLUMNS``) of ``updates_to_learn`` over every chain length, method and
-    seed; bad arguments raise before any run starts.
+    One run: ``updates_to_learn`` of one chain length, replay method and seed.
 
-    :param n_states: Chain lengths
-    :param methods: Replay methods, each one of ``METHODS``
-    :param seeds: Seeds, one run per seed for each chain length and method
-    :param max_updates: Updates after which a run gives up
+    :param n_states: Chain length
+    :param method: Replay, one of ``METHODS``
+    :param seed: Seeds the memory order, the initial Q table and the buffer's sampling
+    :param max_updates: Updates after which the run gives up
     :param alpha: Prioritization exponent of the prioritized methods
-    :param progress: Called with each summary row as soon as its runs are done (None: nothing is called)
     """
-    for name, values in (("n_states", n_states), ("methods", methods), ("seeds", seeds)):
-        if not values:
-            raise ValueError(f"{name} must not be empty, got {values!r}")
-    for n in n_states:
-        BlindCliffwalk(n)
-    for method in methods:
-        check_method(method)
-    check_max_updates(max_updates)
-    rows = []
-    for n in n_states:
-        for method in methods:
-            rows.append(
-                summarize_runs(n, method, [updates_to_learn(n, method, seed, max_updates, alpha) for seed in seeds])
-            )
-            if progress is not None:
-                progress(rows[-1])
+
+    n_states: int
+    method: str
+    seed: int
+    max_updates: int = DEFAULT_MAX_UPDATES
+    alpha: float = 1.0
+
+    def __post_init__(self) -> None:
+        BlindCliffwalk(self.n_states)
+        check_method(self.method)
+        check_integer_fields(self, ("seed",), minimum=0)
+        check_max_updates(self.max_updates)
+
+    @property
+    def run_name(self) -> str:
+        """Name of the run's folder, e.g. ``n12_rank_s3``."""
+        return f"n{self.n_states}_{self.method}_s{self.seed}"
+
+
+def check_updates(rows: pd.DataFrame, config: BlindCliffwalkConfig, source: Path | str) -> None:
+    """
+    Check that ``rows`` are the finished run of ``config``: one row of ``UPDATE_COLUMNS`` with its labels, and
+    updates that are empty (it did not learn) or an integer from 1 to ``config.max_updates``.
+
+    :raises ValueError: naming ``source`` and what is wrong
+    """
+    expected = [config.n_states, config.method, config.seed]
+    if list(rows.columns) != list(UPDATE_COLUMNS) or rows.iloc[:, :3].values.tolist() != [expected]:
+        raise ValueError(f"{source} is not one row of {list(UPDATE_COLUMNS)} for {expected}")
+    updates = float(rows["updates"].iloc[0])
+    if not (math.isnan(updates) or (updates.is_integer() and 1 <= updates <= config.max_updates)):
+        raise ValueError(f"{source} holds updates={updates}, expected empty or an integer in 1 .. {config.max_updates}")
+
+
+def finished_updates(config: BlindCliffwalkConfig, run_dir: Path) -> pd.DataFrame | None:
+    """
+    ``config``'s ``updates.csv`` rows if ``run_dir`` holds its finished run (``check_updates`` passes), else None.
+
+    :raises ValueError: naming the file, if ``run_dir`` holds another config
+    """
+    return finished_result_rows(config, run_dir, UPDATES_FILE, check_updates)
+
+
+def summary_table(configs: Sequence[BlindCliffwalkConfig], out_dir: Path) -> pd.DataFrame:
+    """
+    The summary table (``SUMMARY_COLUMNS``) of the finished runs of ``configs`` in ``out_dir``: a row per chain
+    length and method, in plan order.
+
+    :param configs: the plan
+    :param out_dir: the study's folder
+    """
+    runs = collect_rows(configs, out_dir, finished_updates, UPDATE_COLUMNS)
+    rows = [
+        summarize_runs(int(n), str(method), [None if math.isnan(u) else int(u) for u in cell["updates"]])
+        for (n, method), cell in runs.groupby(["n_states", "method"], sort=False)
+    ]
     return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
 
 
@@ -321,7 +376,7 @@ def plot_summary(summary: pd.DataFrame, path: Path) -> None:
     Median updates to learn against memory size, log-log, one line per method with its min-max band (the
     paper's faint lines), written to ``path``.
 
-    :param summary: Table of ``SUMMARY_COLUMNS``, as ``run_grid`` returns
+    :param summary: Table of ``SUMMARY_COLUMNS``, as ``summary_table`` returns
     :param path: Image file to write
     """
     colors = {"uniform": "black", "proportional": "tab:blue", "rank": "tab:red"}
@@ -349,36 +404,82 @@ def plot_summary(summary: pd.DataFrame, path: Path) -> None:
     fig.savefig(path, dpi=120)
 
 
-def print_row(row: dict[str, float | int | str]) -> None:
-    """Print one summary row on one line, as the command line's progress report."""
-    print(", ".join(f"{key}={value}" for key, value in row.items()), flush=True)
+class BlindCliffwalkStudy:
+    """The Blind Cliffwalk as ``comparison.study.Study`` (see this module's docstring)."""
 
+    name = "blind_cliffwalk"
 
-def blind_cliffwalk_main(argv: list[str] | None = None) -> pd.DataFrame:
-    """
-    Command line of ``scripts/blind_cliffwalk.py``: run the grid, write ``blind_cliffwalk.csv`` (the
-    summary table) and ``blind_cliffwalk.png`` (its plot) into ``--out-dir``, print the table and return it.
+    def plan(
+        self,
+        seeds: Sequence[int],
+        n_states: Iterable[int] = DEFAULT_N_STATES,
+        methods: Iterable[str] = METHODS,
+        **settings: Any,
+    ) -> list[BlindCliffwalkConfig]:
+        """
+        One config per chain length, method and seed, in that order (the seeds innermost).
 
-    :param argv: Arguments (``sys.argv[1:]`` when None)
-    """
-    parser = argparse.ArgumentParser(
-        description="Schaul et al.'s Blind Cliffwalk: updates until tabular Q-learning has learned the chain, "
-        "replaying uniformly (SB3's ReplayBuffer) or prioritized (sb3_per's PrioritizedReplayBuffer)."
-    )
-    parser.add_argument("--n-states", type=int, nargs="+", default=list(DEFAULT_N_STATES), help="chain lengths")
-    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS, help="replay methods")
-    parser.add_argument("--seeds", type=int, default=10, help="number of seeds per chain length and method")
-    parser.add_argument("--max-updates", type=int, default=DEFAULT_MAX_UPDATES, help="updates before a run gives up")
-    parser.add_argument("--alpha", type=float, default=1.0, help="prioritization exponent")
-    parser.add_argument("--out-dir", type=Path, default=DEFAULT_OUT_DIR, help="where the CSV and PNG go")
-    args = parser.parse_args(argv)
-    if args.seeds < 1:
-        parser.error(f"--seeds must be a positive integer, got {args.seeds}")
-    summary = run_grid(
-        args.n_states, args.methods, list(range(args.seeds)), args.max_updates, args.alpha, progress=print_row
-    )
-    args.out_dir.mkdir(parents=True, exist_ok=True)
-    summary.to_csv(args.out_dir / "blind_cliffwalk.csv", index=False)
-    plot_summary(summary, args.out_dir / "blind_cliffwalk.png")
-    print(summary.to_string(index=False))
-    return summary
+        :param seeds: the seeds
+        :param n_states: chain lengths
+        :param methods: replay methods, each one of ``METHODS``
+        :param settings: further ``BlindCliffwalkConfig`` fields (``max_updates``, ``alpha``)
+        :raises ValueError: a list is empty, or a value or setting is not valid
+        """
+        seeds, n_states, methods = list(seeds), list(n_states), list(methods)
+        for name, values in (("n_states", n_states), ("methods", methods), ("seeds", seeds)):
+            if not values:
+                raise ValueError(f"{name} must not be empty, got {values!r}")
+        return [
+            BlindCliffwalkConfig(n, method, seed, **settings) for n in n_states for method in methods for seed in seeds
+        ]
+
+    def train(self, config: BlindCliffwalkConfig, run_dir: Path) -> None:
+        """
+        Run ``config`` into ``run_dir`` from its start (emptying the folder an interrupted attempt left):
+        ``config.json``, then ``updates.csv``.
+
+        :raises ValueError: ``run_dir`` holds another config
+        """
+        holds_config(config, run_dir)  # raises if the folder is another run's
+        restart_run_dir(config, run_dir)
+        updates = updates_to_learn(config.n_states, config.method, config.seed, config.max_updates, config.alpha)
+        row = [config.n_states, config.method, config.seed, math.nan if updates is None else updates]
+        write_csv_atomically(pd.DataFrame([row], columns=list(UPDATE_COLUMNS)), Path(run_dir) / UPDATES_FILE)
+
+    def finished(self, config: BlindCliffwalkConfig, run_dir: Path) -> bool:
+        """Whether ``run_dir`` holds ``config``'s finished run (``finished_updates``)."""
+        return finished_updates(config, run_dir) is not None
+
+    def report(self, configs: Sequence[BlindCliffwalkConfig], out_dir: Path, command: str) -> Path:
+        """
+        Write ``blind_cliffwalk.csv`` (``summary_table``) and, if a run has finished, ``blind_cliffwalk.png``
+        (``plot_summary``) into ``out_dir``; return the CSV's path. ``command`` is not quoted: the CSV holds numbers
+        only, and the study's page gives the command.
+        """
+        summary = summary_table(configs, out_dir)
+        path = Path(out_dir) / SUMMARY_FILE
+        write_csv_atomically(summary, path)
+        if len(summary):
+            plot_summary(summary, Path(out_dir) / PLOT_FILE)
+        return path
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        """``--n-states``, ``--methods``, ``--max-updates`` and ``--alpha``; 10 seeds unless ``--seeds`` says."""
+        parser.add_argument(
+            "--n-states", type=positive_integer, nargs="+", default=list(DEFAULT_N_STATES), help="chain lengths"
+        )
+        parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS, help="replay methods")
+        parser.add_argument(
+            "--max-updates", type=positive_integer, default=DEFAULT_MAX_UPDATES, help="updates before a run gives up"
+        )
+        parser.add_argument("--alpha", type=float, default=1.0, help="prioritization exponent")
+        parser.set_defaults(seeds=10)
+
+    def plan_options(self, args: argparse.Namespace) -> dict[str, Any]:
+        """The chain lengths, the methods, and the update cap and alpha of every run."""
+        return {
+            "n_states": args.n_states,
+            "methods": args.methods,
+            "max_updates": args.max_updates,
+            "alpha": args.alpha,
+        }

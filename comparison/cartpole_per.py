@@ -12,16 +12,20 @@ prioritizing, not from a defect of the buffer or of ``sb3_per.DQN``'s training s
 
 Every run trains ``total_steps`` env steps (20,000 by default: the zoo's own budget is 50,000) with the same number
 of gradient steps, then its deterministic policy is evaluated on fixed episode seeds at every ``eval_freq`` steps.
-The results go into one ``evaluations.csv`` (a row per run and evaluation), written after each run, so an
-interrupted study resumes where it stopped: a run counts as done only if it has every evaluation row.
+
+A plug-in of ``comparison.study`` (``CartPolePerStudy``, run by ``scripts/cartpole_per_study.py``); a run (a minute)
+is trained again from its start when an interruption left it unfinished. Layout of the output folder
+(``docs/results/cartpole_per`` by default; small files, committed as runs finish)::
+
+    runs/{variant}_s{seed}/   config.json, evaluations.csv (written last: a run is finished when it holds every row)
+    evaluations.csv, summary.md, cartpole_per.png   the report (every finished run's rows, in plan order)
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-import shlex
-from collections.abc import Callable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,15 +33,13 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pandas as pd
-import torch as th
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from scipy.stats import mannwhitneyu
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 
-from comparison.experiment import write_csv_atomically
-from comparison.minatar import greedy_returns
+from comparison.experiment import write_csv_atomically, write_text_atomically
 from comparison.statistics import (
     DEFAULT_BOOTSTRAP,
     bootstrap_ci,
@@ -46,7 +48,18 @@ from comparison.statistics import (
     relative_difference_ci,
     same_seed_comparison,
 )
-from comparison.study import check_integer_fields
+from comparison.study import (
+    JsonConfig,
+    ResultColumns,
+    check_integer_fields,
+    check_result_rows,
+    finished_result_rows,
+    holds_config,
+    positive_integer,
+    restart_run_dir,
+)
+from comparison.study_report import collect_rows
+from comparison.study_training import play_episodes
 from sb3_per import DQN, PrioritizedReplayBuffer
 
 ENV_ID = "CartPole-v1"
@@ -79,27 +92,38 @@ EVALUATION_COLUMNS = ("variant", "seed", "step", "mean_return", "std_return", "n
 
 
 @dataclass(frozen=True)
-class CartPoleStudy:
+class CartPoleConfig(JsonConfig):
     """
-    The settings shared by every run.
+    One run.
 
-    :param total_steps: env steps per run
+    :param variant: its replay, a key of ``VARIANT_ALPHAS``
+    :param seed: seed of the model, the env and the replay sampling
+    :param total_steps: env steps
     :param eval_freq: steps between evaluations (and at the end); divides ``total_steps``
     :param eval_episodes: deterministic episodes per evaluation
     """
 
+    variant: str
+    seed: int
     total_steps: int = 20_000
     eval_freq: int = 5_000
     eval_episodes: int = 20
 
     def __post_init__(self) -> None:
+        check_variant(self.variant)
+        check_integer_fields(self, ("seed",), minimum=0)
         check_integer_fields(self, ("total_steps", "eval_freq", "eval_episodes"), minimum=1)
         if self.total_steps % self.eval_freq:
             raise ValueError(f"eval_freq={self.eval_freq} must divide total_steps={self.total_steps}")
 
     @property
+    def run_name(self) -> str:
+        """Name of the run's folder, e.g. ``per_a0.6_s3``."""
+        return f"{self.variant}_s{self.seed}"
+
+    @property
     def eval_steps(self) -> list[int]:
-        """The steps each run is evaluated at: ``eval_freq``, ..., ``total_steps``."""
+        """The steps the run is evaluated at: ``eval_freq``, ..., ``total_steps``."""
         return list(range(self.eval_freq, self.total_steps + 1, self.eval_freq))
 
 
@@ -126,94 +150,48 @@ def make_model(variant: str, seed: int, env: Any) -> DQN:
 
 class StepEvaluations(BaseCallback):
     """
-    Evaluates the model greedily every ``study.eval_freq`` steps, one episode per seed ``EVAL_SEED + i``.
+    Evaluates the model greedily every ``config.eval_freq`` steps, one episode per seed ``EVAL_SEED + i``.
 
-    :param study: the shared settings
+    :param config: the run
     """
 
-    def __init__(self, study: CartPoleStudy) -> None:
+    def __init__(self, config: CartPoleConfig) -> None:
         super().__init__()
-        self.study = study
+        self.config = config
         self.rows: list[dict[str, float]] = []
         self._eval_env = gym.make(ENV_ID)
 
     def _on_step(self) -> bool:
-        if self.num_timesteps % self.study.eval_freq == 0:
-            seeds = range(EVAL_SEED, EVAL_SEED + self.study.eval_episodes)
-            returns = greedy_returns(self.model, self._eval_env, seeds)
+        if self.num_timesteps % self.config.eval_freq == 0:
+            seeds = range(EVAL_SEED, EVAL_SEED + self.config.eval_episodes)
+            returns = [episode.total for episode in play_episodes(self.model, self._eval_env, seeds)]
             self.rows.append(
                 dict(step=self.num_timesteps, mean_return=float(np.mean(returns)), std_return=float(np.std(returns)))
             )
         return True
 
 
-def train_cartpole_run(variant: str, seed: int, study: CartPoleStudy) -> pd.DataFrame:
+def check_evaluations(rows: pd.DataFrame, config: CartPoleConfig, source: Path | str) -> None:
     """
-    Train one run and return its evaluation rows (``EVALUATION_COLUMNS``).
+    Check that ``rows`` are a finished run of ``config``: the columns ``EVALUATION_COLUMNS``, one row per step of
+    ``config.eval_steps``, in order, of its variant and seed, finite mean returns, and ``config.eval_episodes``
+    episodes in each evaluation (``comparison.study.check_result_rows``).
 
-    :param variant: a key of ``VARIANT_ALPHAS``
-    :param seed: seed of the model, the env and the replay sampling
-    :param study: the shared settings
+    :raises ValueError: naming ``source`` and what is wrong
     """
-    model = make_model(variant, seed, make_vec_env(ENV_ID, n_envs=1, seed=seed))
-    evaluations = StepEvaluations(study)
-    model.learn(study.total_steps, callback=evaluations)
-    rows = pd.DataFrame(evaluations.rows)
-    rows.insert(0, "variant", variant)
-    rows.insert(1, "seed", seed)
-    rows["n_episodes"] = study.eval_episodes
-    return rows[list(EVALUATION_COLUMNS)]
+    columns = ResultColumns(EVALUATION_COLUMNS, ("mean_return",), "n_episodes", labels=("variant", "seed"))
+    run = {"variant": config.variant, "seed": config.seed}
+    check_result_rows(rows, columns, run, config.eval_steps, config.eval_episodes, source)
 
 
-def completed_runs(evaluations: pd.DataFrame, study: CartPoleStudy) -> set[tuple[str, int]]:
-    """The (variant, seed) pairs of ``evaluations`` that hold a finite row at every step of ``study.eval_steps``."""
-    done = set()
-    for (variant, seed), rows in evaluations.groupby(["variant", "seed"]):
-        complete = sorted(rows["step"]) == study.eval_steps and np.isfinite(rows["mean_return"]).all()
-        if complete and (rows["n_episodes"] == study.eval_episodes).all():
-            done.add((str(variant), int(seed)))
-    return done
-
-
-def run_cartpole_study(
-    variants: Sequence[str],
-    seeds: Sequence[int],
-    study: CartPoleStudy,
-    out_dir: Path,
-    announce: Callable[[str], None] = print,
-) -> pd.DataFrame:
+def finished_evaluations(config: CartPoleConfig, run_dir: Path) -> pd.DataFrame | None:
     """
-    Train every (seed, variant) run not done yet in ``out_dir``, seeds outermost, one at a time with one torch
-    thread, rewriting ``evaluations.csv`` after each; incomplete rows of earlier attempts are dropped.
+    ``config``'s ``evaluations.csv`` rows if ``run_dir`` holds its finished run (``check_evaluations`` passes),
+    else None.
 
-    :param variants: keys of ``VARIANT_ALPHAS``
-    :param seeds: the seeds
-    :param study: the shared settings
-    :param out_dir: the study's directory
-    :param announce: called with a line as each run ends
-    :return: all the evaluation rows of completed runs
+    :raises ValueError: naming the file, if ``run_dir`` holds another config
     """
-    for variant in variants:
-        check_variant(variant)
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / EVALUATIONS_FILE
-    evaluations = pd.read_csv(path) if path.exists() else pd.DataFrame(columns=list(EVALUATION_COLUMNS))
-    done = completed_runs(evaluations, study)
-    keep = [
-        (variant, int(seed)) in done for variant, seed in zip(evaluations["variant"], evaluations["seed"], strict=True)
-    ]
-    evaluations = evaluations[keep]
-    th.set_num_threads(1)
-    for seed in seeds:
-        for variant in variants:
-            if (variant, seed) in done:
-                continue
-            rows = train_cartpole_run(variant, seed, study)
-            evaluations = pd.concat([evaluations, rows], ignore_index=True) if len(evaluations) else rows
-            write_csv_atomically(evaluations, path)
-            announce(f"{variant} seed {seed}: final mean return {rows['mean_return'].iloc[-1]:.1f}")
-    return evaluations
+    return finished_result_rows(config, run_dir, EVALUATIONS_FILE, check_evaluations)
 
 
 def final_returns(evaluations: pd.DataFrame, step: int) -> dict[str, dict[int, float]]:
@@ -301,56 +279,100 @@ def plot_cartpole(evaluations: pd.DataFrame, path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
-def cartpole_main(argv: list[str] | None = None) -> pd.DataFrame:
-    """
-    Command line of ``scripts/cartpole_per.py``: train the runs not done yet, then write ``summary.md`` and
-    ``cartpole_per.png`` beside ``evaluations.csv`` in ``--out``.
+class CartPolePerStudy:
+    """The CartPole study as ``comparison.study.Study`` (see this module's docstring)."""
 
-    :param argv: arguments (``sys.argv[1:]`` when None)
-    :return: the evaluation rows
-    """
-    parser = argparse.ArgumentParser(description="DQN on CartPole-v1 (RL Zoo settings): uniform vs PER alphas.")
-    parser.add_argument("--variants", nargs="+", choices=list(VARIANT_ALPHAS), default=list(VARIANT_ALPHAS))
-    parser.add_argument("--seeds", type=int, default=10, help="seeds 0 .. N-1")
-    parser.add_argument("--steps", type=int, default=20_000, help="env steps per run")
-    parser.add_argument("--eval-freq", type=int, default=5_000)
-    parser.add_argument("--eval-episodes", type=int, default=20)
-    parser.add_argument("--out", type=Path, default=Path("docs/results/cartpole_per"))
-    args = parser.parse_args(argv)
-    if args.seeds < 1:
-        parser.error(f"--seeds must be a positive integer, got {args.seeds}")
-    study = CartPoleStudy(args.steps, args.eval_freq, args.eval_episodes)
-    evaluations = run_cartpole_study(args.variants, range(args.seeds), study, args.out)
-    command = shlex.join(
-        [
-            *("python", "scripts/cartpole_per.py", "--variants", *args.variants, "--seeds", str(args.seeds)),
-            *(
-                "--steps",
-                str(args.steps),
-                "--eval-freq",
-                str(args.eval_freq),
-                "--eval-episodes",
-                str(args.eval_episodes),
-            ),
+    name = "cartpole_per"
+
+    def plan(
+        self, seeds: Sequence[int], variants: Iterable[str] = tuple(VARIANT_ALPHAS), **settings: Any
+    ) -> list[CartPoleConfig]:
+        """
+        One config per (seed, variant), seeds outermost, so that a partial study stays paired.
+
+        :param seeds: the seeds
+        :param variants: keys of ``VARIANT_ALPHAS``
+        :param settings: further ``CartPoleConfig`` fields (e.g. ``total_steps``)
+        :raises ValueError: a variant or a setting is not valid
+        """
+        variants = list(variants)  # walked once per seed
+        return [CartPoleConfig(variant, seed, **settings) for seed in seeds for variant in variants]
+
+    def train(self, config: CartPoleConfig, run_dir: Path) -> None:
+        """
+        Train ``config``'s run into ``run_dir`` from its start (emptying the folder an interrupted attempt left):
+        ``config.json``, then ``evaluations.csv``.
+
+        :raises ValueError: ``run_dir`` holds another config
+        """
+        run_dir = Path(run_dir)
+        holds_config(config, run_dir)  # raises if the folder is another run's
+        restart_run_dir(config, run_dir)
+        model = make_model(config.variant, config.seed, make_vec_env(ENV_ID, n_envs=1, seed=config.seed))
+        evaluations = StepEvaluations(config)
+        model.learn(config.total_steps, callback=evaluations)
+        rows = pd.DataFrame(evaluations.rows)
+        rows.insert(0, "variant", config.variant)
+        rows.insert(1, "seed", config.seed)
+        rows["n_episodes"] = config.eval_episodes
+        rows = rows[list(EVALUATION_COLUMNS)]
+        check_evaluations(rows, config, run_dir / EVALUATIONS_FILE)
+        write_csv_atomically(rows, run_dir / EVALUATIONS_FILE)
+
+    def finished(self, config: CartPoleConfig, run_dir: Path) -> bool:
+        """Whether ``run_dir`` holds ``config``'s finished run (``finished_evaluations``)."""
+        return finished_evaluations(config, run_dir) is not None
+
+    def report(self, configs: Sequence[CartPoleConfig], out_dir: Path, command: str) -> Path:
+        """
+        Write the report of the finished runs of ``configs`` into ``out_dir``: ``evaluations.csv`` (their rows, in
+        plan order), ``summary.md`` and ``cartpole_per.png``.
+
+        :param configs: the plan (its runs share their settings but variant and seed)
+        :param out_dir: the study's folder
+        :param command: the command that runs the whole plan, quoted in the summary
+        :return: the summary's path
+        """
+        out_dir = Path(out_dir)
+        evaluations = collect_rows(configs, out_dir, finished_evaluations, EVALUATION_COLUMNS)
+        write_csv_atomically(evaluations, out_dir / EVALUATIONS_FILE)
+        run = configs[0]
+        lines = [
+            "# DQN on CartPole-v1 with the RL Zoo's hyperparameters: uniform replay vs PER",
+            "",
+            f"Written by `{command}`; the settings are in `comparison/cartpole_per.py`'s docstring.",
+            "",
+            f"Final greedy evaluation return at {run.total_steps:,} steps ({run.eval_episodes} episodes, fixed seeds):",
+            "",
+            *summary_lines(final_returns(evaluations, run.total_steps)),
+            "",
+            f"Mean of the evaluation returns at steps {', '.join(map(str, run.eval_steps))} (less noisy than the "
+            "last):",
+            "",
+            *summary_lines(returns_by_seed(evaluations)),
+            "",
+            "![evaluation returns](cartpole_per.png)",
+            "",
         ]
-    )
-    lines = [
-        "# DQN on CartPole-v1 with the RL Zoo's hyperparameters: uniform replay vs PER",
-        "",
-        f"Written by `{command}`; the settings are in `comparison/cartpole_per.py`'s docstring.",
-        "",
-        f"Final greedy evaluation return at {study.total_steps:,} steps ({study.eval_episodes} episodes, fixed seeds):",
-        "",
-        *summary_lines(final_returns(evaluations, study.total_steps)),
-        "",
-        f"Mean of the evaluation returns at steps {', '.join(map(str, study.eval_steps))} (less noisy than the last):",
-        "",
-        *summary_lines(returns_by_seed(evaluations)),
-        "",
-        "![evaluation returns](cartpole_per.png)",
-        "",
-    ]
-    (args.out / "summary.md").write_text("\n".join(lines))
-    plot_cartpole(evaluations, args.out / "cartpole_per.png")
-    print("\n".join(lines))
-    return evaluations
+        path = out_dir / "summary.md"
+        write_text_atomically("\n".join(lines), path)
+        if len(evaluations):
+            plot_cartpole(evaluations, out_dir / "cartpole_per.png")
+        return path
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        """``--variants``, ``--steps``, ``--eval-freq`` and ``--eval-episodes``; 10 seeds unless ``--seeds`` says."""
+        parser.add_argument("--variants", nargs="+", choices=list(VARIANT_ALPHAS), default=list(VARIANT_ALPHAS))
+        parser.add_argument("--steps", type=positive_integer, default=20_000, help="env steps per run")
+        parser.add_argument("--eval-freq", type=positive_integer, default=5_000, help="steps between evaluations")
+        parser.add_argument("--eval-episodes", type=positive_integer, default=20, help="episodes per evaluation")
+        parser.set_defaults(seeds=10)
+
+    def plan_options(self, args: argparse.Namespace) -> dict[str, Any]:
+        """The variants, and the steps, evaluation interval and evaluation episodes of every run."""
+        return {
+            "variants": args.variants,
+            "total_steps": args.steps,
+            "eval_freq": args.eval_freq,
+            "eval_episodes": args.eval_episodes,
+        }

@@ -86,6 +86,7 @@ from comparison.study import (
     positive_integer,
     restart_run_dir,
 )
+from comparison.study_training import play_episodes
 from sb3_per import DQN, PER, ExpectedReLo, PrioritizedReplayBuffer, ReLo
 
 
@@ -428,26 +429,6 @@ def make_model(config: MinAtarConfig, env: Any) -> DQN:
     return model
 
 
-def greedy_returns(model: Any, env: gym.Env, seeds: Sequence[int]) -> list[float]:
-    """
-    The return of one greedy episode of ``model`` per seed on ``env`` (cut after ``EVAL_MAX_FRAMES`` frames).
-
-    :param model: anything with SB3's ``predict``
-    :param env: one env (not vectorized)
-    :param seeds: the episodes' reset seeds
-    """
-    returns = []
-    for seed in seeds:
-        observation, _ = env.reset(seed=seed)
-        total, done, frames = 0.0, False, 0
-        while not done and frames < EVAL_MAX_FRAMES:
-            action, _ = model.predict(observation, deterministic=True)
-            observation, reward, terminated, truncated, _ = env.step(int(action))
-            total, done, frames = total + float(reward), terminated or truncated, frames + 1
-        returns.append(total)
-    return returns
-
-
 class ReturnLog(BaseCallback):
     """
     Keeps the training episodes' returns, their moving average as the authors log it, and at frame 0 and every
@@ -467,7 +448,8 @@ class ReturnLog(BaseCallback):
 
     def _log_row(self) -> None:
         seeds = range(EVAL_SEED, EVAL_SEED + self.config.eval_episodes)
-        evaluation = greedy_returns(self.model, self.eval_env, seeds)
+        episodes = play_episodes(self.model, self.eval_env, seeds, max_steps=EVAL_MAX_FRAMES)
+        evaluation = [episode.total for episode in episodes]
         self.rows.append(
             {
                 "game": self.config.game,

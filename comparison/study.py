@@ -239,7 +239,7 @@ def check_result_rows(
 
     :param rows: the rows read
     :param columns: the study's result columns
-    :param run: the run's task, variant and seed, by the names of ``columns.labels``
+    :param run: the run's labels, by the names of ``columns.labels``
     :param steps: the steps of the evaluations expected
     :param episodes: the episodes each evaluation plays (unused where ``columns.episodes`` is None)
     :param source: the file the rows come from, named in the error

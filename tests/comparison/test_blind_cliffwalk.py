@@ -12,12 +12,21 @@ import pytest
 from comparison.blind_cliffwalk import (
     METHODS,
     SUMMARY_COLUMNS,
+    UPDATES_FILE,
     BlindCliffwalk,
-    blind_cliffwalk_main,
-    run_grid,
+    BlindCliffwalkConfig,
+    BlindCliffwalkStudy,
     summarize_runs,
+    summary_table,
     updates_to_learn,
 )
+from comparison.study import run_dir, run_study, study_main
+
+STUDY = BlindCliffwalkStudy()
+
+
+def quiet(line: str) -> None:
+    """``run_study``'s announcements, dropped."""
 
 
 def test_exhaustive_memory_holds_each_state_action_as_often_as_a_random_policy_meets_it() -> None:
@@ -48,8 +57,10 @@ def test_the_right_action_alternates_between_neighbouring_states() -> None:
     assert all(a != b for a, b in pairwise(rights))
 
 
-def test_prioritized_replay_needs_fewer_median_updates_than_uniform_on_a_small_chain() -> None:
-    summary = run_grid([5], list(METHODS), seeds=list(range(5)), max_updates=100_000).set_index("method")
+def test_prioritized_replay_needs_fewer_median_updates_than_uniform_on_a_small_chain(tmp_path) -> None:
+    plan = STUDY.plan(range(5), n_states=[5], max_updates=100_000)
+    run_study(STUDY, plan, tmp_path, announce=quiet)
+    summary = summary_table(plan, tmp_path).set_index("method")
     assert (summary["n_learned"] == 5).all()
     assert summary.loc["proportional", "median_updates"] < summary.loc["uniform", "median_updates"]
     assert summary.loc["rank", "median_updates"] < summary.loc["uniform", "median_updates"]
@@ -81,10 +92,10 @@ def test_summary_counts_a_run_that_did_not_learn_as_slower_than_any_that_did() -
         ({"max_updates": 0}, "max_updates must be a positive integer"),
     ],
 )
-def test_run_grid_rejects_bad_arguments_naming_them(kwargs: dict, message: str) -> None:
+def test_the_plan_rejects_bad_arguments_naming_them(kwargs: dict, message: str) -> None:
     arguments = {"n_states": [3], "methods": ["uniform"], "seeds": [0], "max_updates": 10} | kwargs
     with pytest.raises(ValueError, match=message):
-        run_grid(**arguments)
+        STUDY.plan(**arguments)
 
 
 def test_bad_method_is_rejected_before_a_run() -> None:
@@ -92,13 +103,38 @@ def test_bad_method_is_rejected_before_a_run() -> None:
         updates_to_learn(3, "oracle", seed=0, max_updates=10)
 
 
+def test_a_run_that_did_not_learn_is_finished_and_counts_as_censored(tmp_path) -> None:
+    config = BlindCliffwalkConfig(6, "uniform", seed=0, max_updates=100)
+    run_study(STUDY, [config], tmp_path, announce=quiet)
+    assert STUDY.finished(config, run_dir(tmp_path, config))
+    assert math.isnan(pd.read_csv(run_dir(tmp_path, config) / UPDATES_FILE)["updates"].item())
+    row = summary_table([config], tmp_path).iloc[0]
+    assert row["n_learned"] == 0 and math.isnan(row["median_updates"])
+    # A run cut short (no result file) or a result file of another run is not finished.
+    (run_dir(tmp_path, config) / UPDATES_FILE).write_text("n_states,method,seed,updates\n6,uniform,1,50\n")
+    assert not STUDY.finished(config, run_dir(tmp_path, config))
+    (run_dir(tmp_path, config) / UPDATES_FILE).unlink()
+    assert not STUDY.finished(config, run_dir(tmp_path, config))
+    assert run_study(STUDY, [config], tmp_path, announce=quiet).trained == [config.run_name]
+
+
+def test_the_config_round_trips_through_json_and_names_its_run() -> None:
+    config = BlindCliffwalkConfig(12, "rank", seed=3, max_updates=500, alpha=0.5)
+    assert BlindCliffwalkConfig.from_json(config.to_json()) == config and config.run_name == "n12_rank_s3"
+    with pytest.raises(ValueError, match="seed must be an integer >= 0, got -1"):
+        BlindCliffwalkConfig(3, "rank", seed=-1)
+
+
 def test_command_line_writes_the_summary_csv_and_its_plot(tmp_path, capsys) -> None:
-    summary = blind_cliffwalk_main(["--n-states", "2", "3", "--seeds", "2", "--out-dir", str(tmp_path)])
+    assert study_main(STUDY, ["run", "--n-states", "2", "3", "--seeds", "2", "--out", str(tmp_path)]) == 0
     written = pd.read_csv(tmp_path / "blind_cliffwalk.csv")
     assert list(written.columns) == list(SUMMARY_COLUMNS)
     assert sorted(zip(written["n_states"], written["method"], strict=True)) == sorted(
         (n, m) for n in (2, 3) for m in METHODS
     )
-    pd.testing.assert_frame_equal(written, summary, check_dtype=False)
+    assert (written["n_seeds"] == 2).all()
+    pd.testing.assert_frame_equal(written, summary_table(STUDY.plan(range(2), [2, 3]), tmp_path), check_dtype=False)
     assert (tmp_path / "blind_cliffwalk.png").read_bytes().startswith(b"\x89PNG")
-    assert "median_updates" in capsys.readouterr().out
+    assert "trained 12 run(s); 0 pending" in capsys.readouterr().out
+    assert study_main(STUDY, ["pending", "--n-states", "2", "3", "4", "--seeds", "2", "--out", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.strip() == "6"
