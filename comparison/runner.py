@@ -23,7 +23,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from multiprocessing import get_context
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
@@ -43,10 +43,10 @@ from comparison.schema import (
     EVALUATIONS_FILE,
     METRIC_COLUMNS,
     PROGRESS_FILE,
-    RUNS_DIR,
     TELEMETRY_COLUMNS,
     TELEMETRY_FILE,
 )
+from comparison.study import holds_config, run_dir
 from comparison.tables import read_table, validate_evaluations, validate_telemetry
 
 BACKENDS = ("local", "ray")
@@ -131,11 +131,6 @@ def plan_runs(base: RunConfig, seeds_by_variant: Mapping[str, Sequence[int]]) ->
     ]
 
 
-def run_dir(out_dir: Path, config: RunConfig) -> Path:
-    """Directory of ``config``'s run inside ``out_dir``."""
-    return Path(out_dir) / RUNS_DIR / config.run_name
-
-
 def is_finished(out_dir: Path, config: RunConfig) -> bool:
     """
     Whether ``config``'s run has finished in ``out_dir`` (see ``unfinished_reason``).
@@ -175,43 +170,14 @@ def _finished_tables(out_dir: Path, config: RunConfig) -> tuple[pd.DataFrame, pd
     directory = run_dir(out_dir, config)
     if not directory.exists():
         raise _Unfinished(NOT_STARTED)
-    config_path = directory / CONFIG_FILE
-    if not config_path.is_file():
-        raise _Unfinished(f"{config_path}: no such file (settings unknown)")
-    _check_stored_settings(config_path, config)
+    # Both sides canonical: a setting the variant ignores, or a default it ignores that changed since the run was
+    # written (say RunConfig.lap_min_priority for a uniform run), does not make it another run.
+    if not holds_config(config, directory, same_run=RunConfig.canonical):
+        raise _Unfinished(f"{directory / CONFIG_FILE}: no such file (settings unknown)")
     try:
         return run_tables(directory, config)
     except (OSError, ValueError) as problem:
         raise _Unfinished(str(problem)) from None
-
-
-def _check_stored_settings(path: Path, config: RunConfig) -> None:
-    """Raise ``ValueError`` unless the config file ``path`` holds ``config`` (both canonical), naming what differs."""
-    try:
-        stored = RunConfig.from_json(path.read_text())
-    except ValueError as error:
-        raise ValueError(
-            f"{path} cannot be read as a run's settings: {error}; delete that run's folder to redo it, or use "
-            "another output directory"
-        ) from None
-    # Both sides canonical: a setting the variant ignores, or a default it ignores that changed since the run
-    # was written (say RunConfig.lap_min_priority for a uniform run), does not make it another run.
-    differences = _setting_differences(stored.canonical(), config.canonical())
-    if differences:
-        raise ValueError(
-            f"{path} was written with other settings than this comparison's ({'; '.join(differences)}); "
-            "use another output directory or delete it"
-        )
-
-
-def _setting_differences(stored: RunConfig, wanted: RunConfig) -> list[str]:
-    """Each field on which ``stored`` and ``wanted`` differ, as ``name: stored value there, wanted value now``."""
-    names = [field.name for field in fields(RunConfig)]
-    return [
-        f"{name}: {getattr(stored, name)!r} there, {getattr(wanted, name)!r} now"
-        for name in names
-        if getattr(stored, name) != getattr(wanted, name)
-    ]
 
 
 def run_tables(directory: Path, config: RunConfig) -> tuple[pd.DataFrame, pd.DataFrame]:

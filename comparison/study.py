@@ -22,7 +22,7 @@ import shlex
 import shutil
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -144,11 +144,17 @@ def restart_run_dir(config: StudyConfig, directory: Path) -> None:
     write_config(config, directory)
 
 
-def holds_config(config: StudyConfig, directory: Path) -> bool:
+def holds_config(config: ConfigT, directory: Path, same_run: Callable[[ConfigT], ConfigT] | None = None) -> bool:
     """
     Whether ``directory`` holds ``config``'s ``config.json`` (False if it holds none).
 
-    :raises ValueError: naming the file, if it holds another config, or a text that is no config
+    :param config: the run
+    :param directory: its folder
+    :param same_run: the form in which the stored config and ``config`` are compared (None: as they are), e.g. one
+        with the settings the run ignores at their defaults, so that a changed default it never reads leaves a
+        finished run finished
+    :raises ValueError: naming the file, if it holds another config (naming each setting that differs), or a text
+        that is no config
     """
     path = Path(directory) / CONFIG_FILE
     if not path.exists():
@@ -159,12 +165,27 @@ def holds_config(config: StudyConfig, directory: Path) -> bool:
         raise ValueError(
             f"{path} is no config of this study ({error}): delete its folder or use another output folder"
         ) from None
+    if same_run is not None:
+        stored, config = same_run(stored), same_run(config)
     if stored != config:
         raise ValueError(
-            f"{path} holds a config with other settings than the run {config.run_name}'s of this plan: delete its "
-            "folder or use another output folder"
+            f"{path} holds a config with other settings than the run {config.run_name}'s of this plan "
+            f"({'; '.join(setting_differences(stored, config))}): delete its folder or use another output folder"
         )
     return True
+
+
+def setting_differences(stored: Any, wanted: Any) -> list[str]:
+    """
+    Each field on which the dataclass configs ``stored`` and ``wanted`` differ, as ``name: stored value there,
+    wanted value now``.
+    """
+    names = [item.name for item in fields(stored)]
+    return [
+        f"{name}: {getattr(stored, name)!r} there, {getattr(wanted, name)!r} now"
+        for name in names
+        if getattr(stored, name) != getattr(wanted, name)
+    ]
 
 
 def check_integer_fields(instance: Any, names: Iterable[str], minimum: int) -> None:
