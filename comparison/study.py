@@ -307,6 +307,13 @@ def pending(study: Study[ConfigT], configs: Sequence[ConfigT], out_dir: Path) ->
     return [config for config in configs if not study.finished(config, run_dir(out_dir, config))]
 
 
+def check_runs_once(configs: Sequence[StudyConfig]) -> None:
+    """:raises ValueError: naming the plan's runs, if a run appears in ``configs`` twice (one folder for two runs)"""
+    names = [config.run_name for config in configs]
+    if len(set(names)) != len(names):
+        raise ValueError(f"each run may appear once in the plan, got {names}")
+
+
 @dataclass
 class StudyProgress:
     """
@@ -342,9 +349,7 @@ def run_study(
     """
     if max_runs is not None and (isinstance(max_runs, bool) or int(max_runs) != max_runs or max_runs < 1):
         raise ValueError(f"max_runs must be a positive integer or None, got {max_runs!r}")
-    names = [config.run_name for config in configs]
-    if len(set(names)) != len(names):
-        raise ValueError(f"each run may appear once in the plan, got {names}")
+    check_runs_once(configs)
     from comparison.experiment import configure_torch_threads  # not at load: it brings torch
 
     configure_torch_threads(1)
