@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from comparison.schema import RUNS_DIR, VARIANT_NAMES
-from comparison.study import natural_number, positive_integer
+from comparison.study import holds_config, natural_number, positive_integer
 
 if TYPE_CHECKING:
     from comparison.experiment import RunConfig
@@ -187,13 +187,17 @@ def train_parser() -> argparse.ArgumentParser:
 
 def train_main(argv: Sequence[str] | None = None) -> Path:
     """Entry point of ``scripts/train.py``; returns the run's directory."""
-    from comparison.experiment import configure_torch_threads, train_run
+    from comparison.experiment import RunConfig, configure_torch_threads, train_run
 
     parser = train_parser()
     args = parser.parse_args(argv)
     config = _config(parser, variant=args.replay, seed=args.seed, **_given_run_options(args))
     configure_torch_threads(1)
     directory = args.out / config.run_name
+    try:  # a folder of another run's is refused before anything is trained (train_run would raise)
+        holds_config(config, directory, same_run=RunConfig.canonical)
+    except ValueError as error:
+        parser.error(str(error))
     formats = ("stdout", "csv", "tensorboard")
     rows = train_run(config, directory, progress_bar=not args.no_progress_bar, log_formats=formats, save_model=True)
     final = rows.iloc[-1]

@@ -670,10 +670,11 @@ def train_run(
     :param on_steps: called with the env steps taken since its previous call, about every second and at the end
         of training (``StepReports``)
     :return: one row per evaluation, columns ``run, variant, seed, step`` and ``METRIC_COLUMNS``
+    :raises ValueError: naming the file, if ``run_dir`` holds another run's ``config.json``
     """
     run_dir = Path(run_dir)
-    # What an unfinished earlier attempt left (logs, a model) would mix with this run's.
-    restart_run_dir(config, run_dir)
+    # What an unfinished earlier attempt left (logs, a model) would mix with this run's; another run's is refused.
+    restart_run_dir(config, run_dir, same_run=RunConfig.canonical)
     env = make_vec_env(config.env_id, n_envs=1, seed=config.seed, env_kwargs=config.env_kwargs)
     model = make_model(config, env)
     model.set_logger(configure(str(run_dir), list(log_formats)))

@@ -46,8 +46,6 @@ the training is in ``comparison.her_training``, the report in ``comparison.her_r
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,7 +53,13 @@ from typing import Any
 
 import pandas as pd
 
-from comparison.study import ResultColumns, check_integer_fields, check_result_rows, finished_result_rows
+from comparison.study import (
+    JsonConfig,
+    ResultColumns,
+    check_integer_fields,
+    check_result_rows,
+    finished_result_rows,
+)
 
 
 @dataclass(frozen=True)
@@ -138,7 +142,7 @@ TASK_DEFAULTS = ("total_steps", "eval_freq", "eval_episodes", "learning_starts",
 
 
 @dataclass(frozen=True)
-class HerConfig:
+class HerConfig(JsonConfig):
     """
     One run of the study: everything that determines it. The fields left None take the task's defaults
     (``TASKS[task]``), so that ``config.json`` records them.
@@ -189,22 +193,6 @@ class HerConfig:
     def evaluation_steps(self) -> list[int]:
         """The steps ``evaluations.csv`` holds a row for: 0, ``eval_freq``, ..., ``total_steps``."""
         return list(range(0, self.total_steps + 1, self.eval_freq))
-
-    def to_json(self) -> str:
-        """The config as sorted JSON (what ``config.json`` holds)."""
-        return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
-
-    @classmethod
-    def from_json(cls, text: str) -> HerConfig:
-        """
-        The config ``to_json`` wrote.
-
-        :raises ValueError: the text is not such a config
-        """
-        try:
-            return cls(**json.loads(text))
-        except (TypeError, json.JSONDecodeError) as error:
-            raise ValueError(f"not a HerConfig: {error}") from None
 
 
 def check_evaluations(rows: pd.DataFrame, config: HerConfig, source: Path | str) -> None:

@@ -37,7 +37,7 @@ from comparison.her import (
     HerConfig,
     check_evaluations,
 )
-from comparison.study import holds_config, restart_run_dir
+from comparison.study import restart_run_dir
 from comparison.study_training import play_episodes
 from sb3_per import DQN, PER, SAC, PrioritizedHerReplayBuffer
 
@@ -234,7 +234,6 @@ def train_run(config: HerConfig, run_dir: Path) -> pd.DataFrame:
     :raises ValueError: ``run_dir`` holds another config
     """
     run_dir = Path(run_dir)
-    holds_config(config, run_dir)  # raises if the folder is another run's
     restart_run_dir(config, run_dir)
     model = make_model(config, make_training_env(config))
     model.set_logger(configure(str(run_dir), ["csv"]))

@@ -54,9 +54,7 @@ train again from its start when an interruption left it unfinished. Layout of th
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import functools
-import json
 import math
 import time
 import warnings
@@ -79,11 +77,11 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from comparison.experiment import write_csv_atomically
 from comparison.study import (
+    JsonConfig,
     ResultColumns,
     check_integer_fields,
     check_result_rows,
     finished_result_rows,
-    holds_config,
     natural_number,
     positive_integer,
     restart_run_dir,
@@ -185,7 +183,7 @@ STUDY_VARIANTS = ("dqn", "per", "relo")
 
 
 @dataclass(frozen=True)
-class MinAtarConfig:
+class MinAtarConfig(JsonConfig):
     """
     One run of the study: everything that determines it (the defaults are the ReLo authors' settings).
 
@@ -279,22 +277,6 @@ class MinAtarConfig:
     def logged_frames(self) -> list[int]:
         """The frames ``returns.csv`` holds a row for: 0, ``log_interval``, ..., ``total_frames``."""
         return list(range(0, self.total_frames + 1, self.log_interval))
-
-    def to_json(self) -> str:
-        """The config as sorted JSON (what ``config.json`` holds)."""
-        return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
-
-    @classmethod
-    def from_json(cls, text: str) -> MinAtarConfig:
-        """
-        The config ``to_json`` wrote.
-
-        :raises ValueError: the text is not such a config
-        """
-        try:
-            return cls(**json.loads(text))
-        except (TypeError, json.JSONDecodeError) as error:
-            raise ValueError(f"not a MinAtarConfig: {error}") from None
 
 
 @dataclass(frozen=True)
@@ -533,7 +515,6 @@ def train_run(config: MinAtarConfig, run_dir: Path) -> pd.DataFrame:
     """
     register_minatar()
     run_dir = Path(run_dir)
-    holds_config(config, run_dir)  # raises if the folder is another run's
     restart_run_dir(config, run_dir)
     model = make_model(config, make_training_env(config))
     model.set_logger(configure(str(run_dir), ["csv"]))

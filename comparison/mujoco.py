@@ -62,7 +62,6 @@ the training is in ``comparison.mujoco_training``, the report in ``comparison.mu
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -71,7 +70,13 @@ from typing import Any
 
 import pandas as pd
 
-from comparison.study import ResultColumns, check_integer_fields, check_result_rows, finished_result_rows
+from comparison.study import (
+    JsonConfig,
+    ResultColumns,
+    check_integer_fields,
+    check_result_rows,
+    finished_result_rows,
+)
 
 
 @dataclass(frozen=True)
@@ -132,7 +137,7 @@ RESULT_COLUMNS = ResultColumns(EVALUATION_COLUMNS, FINITE_COLUMNS, episodes="eva
 
 
 @dataclass(frozen=True)
-class MuJoCoConfig:
+class MuJoCoConfig(JsonConfig):
     """
     One run of the study: everything that determines it.
 
@@ -193,22 +198,6 @@ class MuJoCoConfig:
     def evaluation_steps(self, until: int | None = None) -> list[int]:
         """The steps ``evaluations.csv`` holds a row for: 0, ``eval_freq``, ..., ``until`` (``total_steps``)."""
         return list(range(0, (self.total_steps if until is None else until) + 1, self.eval_freq))
-
-    def to_json(self) -> str:
-        """The config as sorted JSON (what ``config.json`` holds)."""
-        return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
-
-    @classmethod
-    def from_json(cls, text: str) -> MuJoCoConfig:
-        """
-        The config ``to_json`` wrote.
-
-        :raises ValueError: the text is not such a config
-        """
-        try:
-            return cls(**json.loads(text))
-        except (TypeError, json.JSONDecodeError) as error:
-            raise ValueError(f"not a MuJoCoConfig: {error}") from None
 
 
 def check_evaluations(rows: pd.DataFrame, config: MuJoCoConfig, source: Path | str, until: int | None = None) -> None:

@@ -9,21 +9,26 @@ deterministic policy earns on fixed held-out contexts, noise-free and noisy (1 i
 noise gives the noisy transitions far more than their buffer share of the priority mass; one that does not gives
 them about their share, or less.
 
-    python scripts/noise_test.py                          # every variant, seeds 0-4, into docs/results/noise_test
-    python scripts/noise_test.py --variants per relo --seeds 100 101 --out results/noise_validation
+A plug-in of ``comparison.study`` (``NoiseTestStudy``, run by ``scripts/noise_test_study.py``); a run takes seconds,
+so one that an interruption left unfinished is trained again from its start::
 
-Runs that are finished (their CSV holds every evaluation) are kept; the others are redone. The summary
-(``summary.md``) gives, per variant, the final shares and rewards as means over seeds with bootstrap CIs.
+    python scripts/noise_test_study.py run                  # every variant, seeds 0-4, into docs/results/noise_test
+    python scripts/noise_test_study.py run --variants per relo --seeds 2 --first-seed 100 --out results/noise_validation
+
+Layout of the output folder (``docs/results/noise_test`` by default)::
+
+    runs/{variant}_s{seed}/   config.json, evaluations.csv (written last: a run is finished when it holds a row for
+                              every evaluation step, its rewards finite)
+    summary.md                the report: per variant, the final shares and rewards as means over seeds with
+                              bootstrap CIs
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import sys
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, replace
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +41,18 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 
 import envs
-from comparison.experiment import configure_torch_threads, write_csv_atomically
+from comparison.experiment import write_csv_atomically, write_text_atomically
 from comparison.statistics import bootstrap_ci
+from comparison.study import (
+    JsonConfig,
+    ResultColumns,
+    check_integer_fields,
+    check_result_rows,
+    finished_result_rows,
+    positive_integer,
+    restart_run_dir,
+)
+from comparison.study_report import collect_rows
 from comparison.td_error_scale import rank_correlation
 from sb3_per import (
     PER,
@@ -53,7 +68,8 @@ from sb3_per import (
 )
 
 NOISY_TAG = 1
-#: The figures of a run's CSV, one row per evaluation (NaN where a figure does not apply or was not logged)
+#: The figures of a run's ``evaluations.csv``, one row per evaluation (NaN where a figure does not apply or was not
+#: logged)
 COLUMNS = (
     "step",
     "noisy_buffer_share",
@@ -63,6 +79,10 @@ COLUMNS = (
     "noisy_reward",
     "priority_error_correlation",
 )
+#: What a finished run's rows hold: ``COLUMNS``, finite rewards (the rows carry no labels nor episode counts)
+RESULT_COLUMNS = ResultColumns(COLUMNS, ("clean_reward", "noisy_reward"), episodes=None, labels=())
+EVALUATIONS_FILE = "evaluations.csv"
+SUMMARY_FILE = "summary.md"
 HELD_OUT_CONTEXTS = 256
 
 
@@ -79,6 +99,7 @@ class NoiseVariant:
     scheme: Callable[[], ReplayScheme] | None = None
 
 
+#: The variants, in the order each seed runs them (the command line's default: all).
 VARIANTS: dict[str, NoiseVariant] = {
     "uniform": NoiseVariant(SAC),
     "per": NoiseVariant(SAC, PER),
@@ -95,9 +116,9 @@ VARIANTS: dict[str, NoiseVariant] = {
 
 
 @dataclass(frozen=True)
-class NoiseTestConfig:
+class NoiseTestConfig(JsonConfig):
     """
-    One run of the noise test.
+    One run of the noise test: everything that determines it.
 
     :param variant: a key of ``VARIANTS``
     :param seed: the run's seed (SB3's, the env's, the sampling's)
@@ -108,7 +129,7 @@ class NoiseTestConfig:
     :param noise_std: the env's reward noise
     :param alpha: the prioritized buffer's priority exponent
     :param epsilon: its priority offset
-    :param net_arch: hidden layers of the actor and critics
+    :param net_arch: hidden layers of the actor and critics (a list, as ``config.json`` holds it, becomes a tuple)
     :param batch_size: minibatch size
     """
 
@@ -127,8 +148,18 @@ class NoiseTestConfig:
     def __post_init__(self) -> None:
         if self.variant not in VARIANTS:
             raise ValueError(f"variant must be one of {sorted(VARIANTS)}, got {self.variant!r}")
+        check_integer_fields(self, ("total_steps", "eval_freq", "batch_size"), minimum=1)
+        check_integer_fields(self, ("seed", "learning_starts"), minimum=0)
         if not 0 <= self.learning_starts < self.total_steps:
             raise ValueError(f"learning_starts must be in [0, {self.total_steps}), got {self.learning_starts!r}")
+        if not 0.0 <= self.noise_share <= 1.0:
+            raise ValueError(f"noise_share must be in [0, 1], got {self.noise_share!r}")
+        for name in ("noise_std", "alpha", "epsilon"):
+            if not 0.0 < getattr(self, name) < math.inf:
+                raise ValueError(f"{name} must be a finite number > 0, got {getattr(self, name)!r}")
+        object.__setattr__(self, "net_arch", tuple(self.net_arch))
+        if not self.net_arch or not all(isinstance(units, int) and units > 0 for units in self.net_arch):
+            raise ValueError(f"net_arch must be positive layer widths, got {self.net_arch!r}")
 
     @property
     def run_name(self) -> str:
@@ -266,41 +297,64 @@ def run(config: NoiseTestConfig) -> pd.DataFrame:
     return pd.DataFrame(evaluation.rows, columns=list(COLUMNS))
 
 
-def is_finished(path: Path, config: NoiseTestConfig) -> bool:
-    """Whether ``path`` holds the run of ``config``: its config beside it and a row for every evaluation step."""
-    config_path = path.with_suffix(".json")
-    if not (path.is_file() and config_path.is_file()):
-        return False
-    try:
-        stored = json.loads(config_path.read_text())
-        rows = pd.read_csv(path)
-    except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError):
-        return False
-    return (
-        stored == json.loads(json.dumps(asdict(config)))
-        and list(rows.columns) == list(COLUMNS)
-        and rows["step"].tolist() == config.eval_steps
-        and rows[["clean_reward", "noisy_reward"]].notna().all().all()
-    )
+def train_run(config: NoiseTestConfig, run_dir: Path) -> pd.DataFrame:
+    """
+    Train one run into ``run_dir`` from its start (emptying the folder an interrupted attempt left): ``config.json``,
+    then ``evaluations.csv``.
+
+    :param config: the run
+    :param run_dir: its folder
+    :return: its ``evaluations.csv`` rows
+    :raises ValueError: ``run_dir`` holds another config
+    """
+    run_dir = Path(run_dir)
+    restart_run_dir(config, run_dir)
+    rows = run(config)
+    check_evaluations(rows, config, run_dir / EVALUATIONS_FILE)
+    write_csv_atomically(rows, run_dir / EVALUATIONS_FILE)
+    return rows
 
 
-def run_all(configs: Sequence[NoiseTestConfig], out_dir: Path) -> pd.DataFrame:
+def check_evaluations(rows: pd.DataFrame, config: NoiseTestConfig, source: Path | str) -> None:
     """
-    Every run of ``configs`` into ``out_dir/runs`` (a finished run is kept), then all their rows with ``variant`` and
-    ``seed`` columns.
+    Check that ``rows`` are a finished run of ``config``: the columns ``COLUMNS``, one row per evaluation step, in
+    order, and finite rewards (``comparison.study.check_result_rows``).
+
+    :param rows: the rows read
+    :param config: the run
+    :param source: the file the rows come from, named in the error
+    :raises ValueError: naming ``source`` and what is wrong
     """
-    runs_dir = Path(out_dir) / "runs"
-    runs_dir.mkdir(parents=True, exist_ok=True)
-    frames = []
-    for config in configs:
-        path = runs_dir / f"{config.run_name}.csv"
-        if not is_finished(path, config):
-            print(f"noise test: {config.run_name}", flush=True)
-            path.unlink(missing_ok=True)  # an older run's rows must never stand beside this config
-            path.with_suffix(".json").write_text(json.dumps(asdict(config), indent=2, sort_keys=True))
-            write_csv_atomically(run(config), path)
-        frames.append(pd.read_csv(path).assign(variant=config.variant, seed=config.seed))
-    return pd.concat(frames, ignore_index=True)
+    check_result_rows(rows, RESULT_COLUMNS, {}, config.eval_steps, 0, source)
+
+
+def finished_evaluations(config: NoiseTestConfig, run_dir: Path) -> pd.DataFrame | None:
+    """
+    The rows of ``config``'s run in ``run_dir``, with its ``variant`` and ``seed`` columns, if it has finished; None if
+    not (no folder, or one that an interrupted attempt left: no ``evaluations.csv``, or one that fails
+    ``check_evaluations``).
+
+    :param config: the run
+    :param run_dir: its folder
+    :raises ValueError: naming the file, if ``run_dir`` holds another config
+    """
+    rows = finished_result_rows(config, run_dir, EVALUATIONS_FILE, check_evaluations)
+    return None if rows is None else rows.assign(variant=config.variant, seed=config.seed)
+
+
+def plan_runs(
+    seeds: Iterable[int], variants: Iterable[str] = tuple(VARIANTS), **settings: Any
+) -> list[NoiseTestConfig]:
+    """
+    One config per (seed, variant), seeds outermost, so that a partial test stays paired.
+
+    :param seeds: the seeds
+    :param variants: keys of ``VARIANTS``, in the order the report lists them
+    :param settings: further ``NoiseTestConfig`` fields (e.g. ``total_steps``)
+    :raises ValueError: a variant or a setting is not valid
+    """
+    variants = list(variants)  # walked once per seed
+    return [NoiseTestConfig(variant=variant, seed=seed, **settings) for seed in seeds for variant in variants]
 
 
 def mean_and_ci(values: np.ndarray) -> str:
@@ -317,6 +371,8 @@ def summary_table(rows: pd.DataFrame) -> str:
     The summary's table: per variant, the noisy transitions' final buffer, priority-mass and sample shares, the
     final learnable reward on the noise-free and the noisy contexts, and the noise-free reward averaged over every
     evaluation after the first (how fast it learns), each a mean over seeds with a 95% bootstrap CI.
+
+    :param rows: the finished runs' rows, with ``variant`` and ``seed`` columns
     """
     header = (
         "| Variant | Seeds | Noisy: buffer share | Noisy: priority share | Noisy: sample share | "
@@ -341,31 +397,64 @@ def summary_table(rows: pd.DataFrame) -> str:
     return header + "\n".join(lines) + "\n"
 
 
-def noise_test_main(argv: Sequence[str] | None = None) -> pd.DataFrame:
-    """The command line of ``scripts/noise_test.py``."""
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
-    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
-    parser.add_argument("--total-steps", type=int, default=NoiseTestConfig.total_steps)
-    parser.add_argument("--epsilon", type=float, default=NoiseTestConfig.epsilon)
-    parser.add_argument("--out", type=Path, default=Path("docs/results/noise_test"))
-    args = parser.parse_args(argv)
-    configure_torch_threads()
-    base = NoiseTestConfig(total_steps=args.total_steps, epsilon=args.epsilon)
-    configs = [replace(base, variant=variant, seed=seed) for seed in args.seeds for variant in args.variants]
-    rows = run_all(configs, args.out)
-    table = summary_table(rows)
-    command = " ".join(["python scripts/noise_test.py", *(sys.argv[1:] if argv is None else argv)])
+def write_report(configs: Sequence[NoiseTestConfig], out_dir: Path, command: str) -> Path:
+    """
+    Write ``summary.md`` into ``out_dir``: the settings of the plan (those of its first run: a plan shares them) and
+    the table of its finished runs (``summary_table``).
+
+    :param configs: the plan
+    :param out_dir: the test's folder
+    :param command: the command that runs the whole plan, quoted in the summary
+    :return: the summary's path
+    """
+    rows = collect_rows(configs, out_dir, finished_evaluations, [*COLUMNS, "variant", "seed"])
+    base = configs[0]
     summary = (
         "# Noise test: where each replay scheme's attention goes\n\n"
         f"`NoisyBandit-v0`, noise share {base.noise_share}, noise N(0, {base.noise_std}^2); {base.total_steps} steps, "
         f"learning from {base.learning_starts}; SAC or TQC with {list(base.net_arch)} networks, batch "
         f"{base.batch_size}; prioritized buffers alpha {base.alpha}, epsilon {base.epsilon}, beta 0.4 -> 1 over the "
-        f"run. Means over seeds {sorted(set(args.seeds))} with 95% bootstrap CIs; shares at the last evaluation "
-        "(sample share over the training calls since the one before); rewards are the learnable reward (1 at best) "
-        f"of the deterministic policy on {HELD_OUT_CONTEXTS} held-out contexts of each kind.\n\n"
-        f"{table}\nCommand: `{command}`\n"
+        f"run. Means over seeds {sorted({config.seed for config in configs})} with 95% bootstrap CIs; shares at the "
+        "last evaluation (sample share over the training calls since the one before); rewards are the learnable "
+        f"reward (1 at best) of the deterministic policy on {HELD_OUT_CONTEXTS} held-out contexts of each kind.\n\n"
+        f"{summary_table(rows)}\nCommand: `{command}`\n"
     )
-    (Path(args.out) / "summary.md").write_text(summary)
-    print(table)
-    return rows
+    path = Path(out_dir) / SUMMARY_FILE
+    write_text_atomically(summary, path)
+    return path
+
+
+class NoiseTestStudy:
+    """The noise test as ``comparison.study.Study`` (see this module's docstring)."""
+
+    name = "noise_test"
+
+    def plan(self, seeds: Sequence[int], **options: Any) -> list[NoiseTestConfig]:
+        """``plan_runs(seeds, **options)``."""
+        return plan_runs(seeds, **options)
+
+    def train(self, config: NoiseTestConfig, run_dir: Path) -> None:
+        """Train ``config``'s run into ``run_dir`` from its start (``train_run``)."""
+        train_run(config, run_dir)
+
+    def finished(self, config: NoiseTestConfig, run_dir: Path) -> bool:
+        """Whether ``run_dir`` holds ``config``'s finished run (``finished_evaluations``)."""
+        return finished_evaluations(config, run_dir) is not None
+
+    def report(self, configs: Sequence[NoiseTestConfig], out_dir: Path, command: str) -> Path:
+        """Write the summary (``write_report``); return its path."""
+        return write_report(configs, out_dir, command)
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        """``--variants``, ``--total-steps`` and ``--epsilon``."""
+        parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
+        parser.add_argument(
+            "--total-steps", type=positive_integer, default=NoiseTestConfig.total_steps, help="env steps per run"
+        )
+        parser.add_argument(
+            "--epsilon", type=float, default=NoiseTestConfig.epsilon, help="the prioritized buffers' priority offset"
+        )
+
+    def plan_options(self, args: argparse.Namespace) -> dict[str, Any]:
+        """The variants, and the steps and priority offset of every run."""
+        return {"variants": args.variants, "total_steps": args.total_steps, "epsilon": args.epsilon}

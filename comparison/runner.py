@@ -666,7 +666,6 @@ class PairsStudy:
 
         :raises ValueError: ``run_dir`` holds another run's config
         """
-        holds_config(config, run_dir, same_run=RunConfig.canonical)  # raises if the folder is another run's
         train_run(config, run_dir)
 
     def finished(self, config: RunConfig, run_dir: Path) -> bool:

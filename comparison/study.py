@@ -18,13 +18,15 @@ refuses a bad argument at once.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import shlex
 import shutil
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar
 
 import numpy as np
 
@@ -57,6 +59,30 @@ class StudyConfig(Protocol):
 
 
 ConfigT = TypeVar("ConfigT", bound=StudyConfig)
+
+
+class JsonConfig:
+    """
+    ``to_json`` and ``from_json`` of ``StudyConfig`` for a frozen dataclass whose fields JSON holds as they are (a
+    tuple comes back as a list: the dataclass turns it back in ``__post_init__``).
+    """
+
+    def to_json(self) -> str:
+        """The config as sorted JSON (what ``config.json`` holds)."""
+        return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)  # type: ignore[call-overload]
+
+    @classmethod
+    def from_json(cls, text: str) -> Self:
+        """
+        The config ``to_json`` wrote.
+
+        :param text: the JSON text
+        :raises ValueError: the text is not such a config
+        """
+        try:
+            return cls(**json.loads(text))
+        except (TypeError, json.JSONDecodeError) as error:
+            raise ValueError(f"not a {cls.__name__}: {error}") from None
 
 
 class Study(Protocol[ConfigT]):
@@ -131,14 +157,17 @@ def write_config(config: StudyConfig, directory: Path) -> None:
     write_text_atomically(config.to_json(), Path(directory) / CONFIG_FILE)
 
 
-def restart_run_dir(config: StudyConfig, directory: Path) -> None:
+def restart_run_dir(config: ConfigT, directory: Path, same_run: Callable[[ConfigT], ConfigT] | None = None) -> None:
     """
     Empty ``directory`` of what an attempt at a run left (making it if there is none) and write ``config``'s
     ``config.json`` into it: the start of a run trained from its first step.
 
     :param config: the run
     :param directory: its folder
+    :param same_run: the form in which a config found there is compared with ``config`` (``holds_config``)
+    :raises ValueError: naming the file, if ``directory`` holds another config (left as it is)
     """
+    holds_config(config, directory, same_run)
     shutil.rmtree(directory, ignore_errors=True)
     Path(directory).mkdir(parents=True)
     write_config(config, directory)
@@ -206,15 +235,15 @@ class ResultColumns:
 
     :param names: every column, in order, ``labels`` and ``step`` among them
     :param finite: the columns that must be finite in every row
-    :param episodes: the column of the number of episodes each evaluation played
-    :param labels: the columns that name the run: its task, variant and seed
+    :param episodes: the column of the number of episodes each evaluation played (None: none to check)
+    :param labels: the columns that name the run: its task, variant and seed (empty: the rows carry no labels)
     :param step: the column of the step of each evaluation
     """
 
     names: tuple[str, ...]
     finite: tuple[str, ...]
-    episodes: str
-    labels: tuple[str, str, str] = ("task", "variant", "seed")
+    episodes: str | None
+    labels: tuple[str, ...] = ("task", "variant", "seed")
     step: str = "step"
 
 
@@ -234,7 +263,7 @@ def check_result_rows(
     :param columns: the study's result columns
     :param run: the run's task, variant and seed, by the names of ``columns.labels``
     :param steps: the steps of the evaluations expected
-    :param episodes: the episodes each evaluation plays
+    :param episodes: the episodes each evaluation plays (unused where ``columns.episodes`` is None)
     :param source: the file the rows come from, named in the error
     :raises ValueError: naming ``source`` and what is wrong
     """
@@ -245,12 +274,12 @@ def check_result_rows(
         raise ValueError(f"{source} holds the {columns.step}s {list(rows[columns.step])}, expected {list(steps)}")
     labels = rows[list(columns.labels)].drop_duplicates().values.tolist()
     expected = [run[label] for label in columns.labels]
-    if labels != [expected]:
+    if columns.labels and labels != [expected]:
         raise ValueError(f"{source} holds rows of {labels}, expected {expected}")
     values = rows[list(columns.finite)].to_numpy(dtype=float)
     if not np.isfinite(values).all():
         raise ValueError(f"{source} has a missing or infinite value in {list(columns.finite)}")
-    if (rows[columns.episodes] != episodes).any():
+    if columns.episodes is not None and (rows[columns.episodes] != episodes).any():
         raise ValueError(f"{source} has evaluations without {episodes} episodes")
 
 

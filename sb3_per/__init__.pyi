@@ -43,34 +43,6 @@ from sb3_per.td3 import TD3 as _TD3
 from sb3_per.telemetry import ReplayTelemetry as ReplayTelemetry
 from sb3_per.tqc import TQC as _TQC
 
-__all__ = [
-    "DDPG",
-    "DQN",
-    "LA3P",
-    "LAP",
-    "PAL",
-    "PER",
-    "QRDQN",
-    "SAC",
-    "TD3",
-    "TQC",
-    "UPER",
-    "ExpectedReLo",
-    "ExpectedTD",
-    "PrioritizedBufferMixin",
-    "PrioritizedDictReplayBuffer",
-    "PrioritizedDictReplayBufferSamples",
-    "PrioritizedHerReplayBuffer",
-    "PrioritizedReplayBuffer",
-    "PrioritizedReplayBufferSamples",
-    "PrioritizedReplayMixin",
-    "ReLo",
-    "ReplayScheme",
-    "ReplayTelemetry",
-    "SumTree",
-    "TaggedReplayBuffer",
-    "TaggedReplayBufferSamples",
-]
 __version__: str
 
 class DQN(_DQN):

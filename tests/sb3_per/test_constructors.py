@@ -66,6 +66,17 @@ def test_the_stub_declares_every_algorithm_of_the_package():
     assert set(stub_constructors()) == algorithms == set(SB3_CLASSES)
 
 
+def test_the_stub_exports_what_the_package_exports():
+    """Type checkers read the stub instead of __init__.py: a name exported there but not here is unknown to them."""
+    tree = ast.parse(STUB.read_text())
+    reexported = {
+        alias.asname for node in tree.body if isinstance(node, ast.ImportFrom) for alias in node.names if alias.asname
+    }
+    declared = {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
+    public = {name for name in reexported | declared if not name.startswith("_")}
+    assert public == set(sb3_per.__all__)
+
+
 @pytest.mark.parametrize("name", sorted(SB3_CLASSES))
 def test_the_signature_is_the_installed_sb3s_with_a_keyword_only_replay_scheme(name):
     algorithm = getattr(sb3_per, name)
