@@ -21,37 +21,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from comparison.schema import RUNS_DIR, VARIANT_NAMES
+from comparison.study import holds_config, natural_number, positive_integer
 
 if TYPE_CHECKING:
     from comparison.experiment import RunConfig
 
 
-def integer_at_least(minimum: int) -> Any:
-    """An argparse type: an integer >= ``minimum``, else an error that names the value (before any import)."""
-
-    def parsed(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = minimum - 1
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {text!r}")
-        return value
-
-    parsed.__name__ = f"integer >= {minimum}"
-    return parsed
-
-
 # RunConfig fields settable from both command lines: (flag, field, type, help).
 _RUN_OPTIONS: tuple[tuple[str, str, Any, str], ...] = (
     ("--env-id", "env_id", str, "Gymnasium env id"),
-    ("--total-steps", "total_steps", integer_at_least(1), "env steps per run"),
-    ("--eval-freq", "eval_freq", integer_at_least(1), "env steps between evaluations"),
-    ("--eval-episodes", "eval_episodes", integer_at_least(1), "evaluation episodes (one per seed from --eval-seed on)"),
+    ("--total-steps", "total_steps", positive_integer, "env steps per run"),
+    ("--eval-freq", "eval_freq", positive_integer, "env steps between evaluations"),
+    ("--eval-episodes", "eval_episodes", positive_integer, "evaluation episodes (one per seed from --eval-seed on)"),
     (
         "--eval-seed",
         "eval_seed",
-        integer_at_least(0),
+        natural_number,
         "seed of the first evaluation episode (held out from training seeds)",
     ),
     ("--alpha", "alpha", float, "priority exponent of the per and rank variants"),
@@ -72,9 +57,9 @@ _RUN_OPTIONS: tuple[tuple[str, str, Any, str], ...] = (
         "learning rate of the TD-error regressor (expected_td, expected_relo variants)",
     ),
     ("--learning-rate", "learning_rate", float, "Adam learning rate"),
-    ("--learning-starts", "learning_starts", integer_at_least(0), "env steps collected before training"),
-    ("--batch-size", "batch_size", integer_at_least(1), "minibatch size"),
-    ("--buffer-size", "buffer_size", integer_at_least(1), "replay capacity"),
+    ("--learning-starts", "learning_starts", natural_number, "env steps collected before training"),
+    ("--batch-size", "batch_size", positive_integer, "minibatch size"),
+    ("--buffer-size", "buffer_size", positive_integer, "replay capacity"),
     ("--gamma", "gamma", float, "discount factor"),
     ("--ent-coef", "ent_coef", str, "SAC entropy coefficient, e.g. auto, auto_0.1 or 0.01"),
 )
@@ -202,13 +187,17 @@ def train_parser() -> argparse.ArgumentParser:
 
 def train_main(argv: Sequence[str] | None = None) -> Path:
     """Entry point of ``scripts/train.py``; returns the run's directory."""
-    from comparison.experiment import configure_torch_threads, train_run
+    from comparison.experiment import RunConfig, configure_torch_threads, train_run
 
     parser = train_parser()
     args = parser.parse_args(argv)
     config = _config(parser, variant=args.replay, seed=args.seed, **_given_run_options(args))
     configure_torch_threads(1)
     directory = args.out / config.run_name
+    try:  # a folder of another run's is refused before anything is trained (train_run would raise)
+        holds_config(config, directory, same_run=RunConfig.canonical)
+    except ValueError as error:
+        parser.error(str(error))
     formats = ("stdout", "csv", "tensorboard")
     rows = train_run(config, directory, progress_bar=not args.no_progress_bar, log_formats=formats, save_model=True)
     final = rows.iloc[-1]
@@ -326,7 +315,7 @@ def compare_parser(described: bool = True) -> argparse.ArgumentParser:
     parser.set_defaults(preset="default")
     parser.add_argument(
         "--seeds",
-        type=integer_at_least(0),
+        type=natural_number,
         nargs="+",
         default=None,
         help="training seeds of every variant (default: the preset's, e.g. 0..19, and 0..9 for rank and pal, with "
@@ -369,7 +358,7 @@ def compare_parser(described: bool = True) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--workers",
-        type=integer_at_least(1),
+        type=positive_integer,
         default=None,
         help="parallel runs of the local backend (default: one per core); with --backend ray, Ray runs as many "
         "at once as the cluster has free CPUs",

@@ -18,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -37,7 +36,8 @@ from stable_baselines3.common.logger import configure
 import envs  # noqa: F401  (registers PairsTrading-v0)
 from comparison.ablation_buffers import RewardPrioritizedReplayBuffer, TagWeightedReplayBuffer, check_reward_floor
 from comparison.ablation_schemes import OnlineLossReLo
-from comparison.schema import CONFIG_FILE, EVALUATIONS_FILE, METRIC_COLUMNS, MODEL_FILE, TELEMETRY_FILE
+from comparison.schema import EVALUATIONS_FILE, METRIC_COLUMNS, MODEL_FILE, TELEMETRY_FILE
+from comparison.study import restart_run_dir
 from comparison.telemetry import telemetry_rows, telemetry_table
 from envs import SUMMARY_KEYS, FlatPolicy, ZScorePolicy
 from envs.price_data import price_file_sha256
@@ -670,13 +670,11 @@ def train_run(
     :param on_steps: called with the env steps taken since its previous call, about every second and at the end
         of training (``StepReports``)
     :return: one row per evaluation, columns ``run, variant, seed, step`` and ``METRIC_COLUMNS``
+    :raises ValueError: naming the file, if ``run_dir`` holds another run's ``config.json``
     """
     run_dir = Path(run_dir)
-    # What an unfinished earlier attempt left (logs, a model) would mix with this run's.
-    shutil.rmtree(run_dir, ignore_errors=True)
-    run_dir.mkdir(parents=True)
-    # Atomically: a run cut short while writing it must not leave settings that cannot be read.
-    write_text_atomically(config.to_json(), run_dir / CONFIG_FILE)
+    # What an unfinished earlier attempt left (logs, a model) would mix with this run's; another run's is refused.
+    restart_run_dir(config, run_dir, same_run=RunConfig.canonical)
     env = make_vec_env(config.env_id, n_envs=1, seed=config.seed, env_kwargs=config.env_kwargs)
     model = make_model(config, env)
     model.set_logger(configure(str(run_dir), list(log_formats)))

@@ -23,7 +23,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from multiprocessing import get_context
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
@@ -43,10 +43,10 @@ from comparison.schema import (
     EVALUATIONS_FILE,
     METRIC_COLUMNS,
     PROGRESS_FILE,
-    RUNS_DIR,
     TELEMETRY_COLUMNS,
     TELEMETRY_FILE,
 )
+from comparison.study import check_runs_once, holds_config, run_dir
 from comparison.tables import read_table, validate_evaluations, validate_telemetry
 
 BACKENDS = ("local", "ray")
@@ -131,11 +131,6 @@ def plan_runs(base: RunConfig, seeds_by_variant: Mapping[str, Sequence[int]]) ->
     ]
 
 
-def run_dir(out_dir: Path, config: RunConfig) -> Path:
-    """Directory of ``config``'s run inside ``out_dir``."""
-    return Path(out_dir) / RUNS_DIR / config.run_name
-
-
 def is_finished(out_dir: Path, config: RunConfig) -> bool:
     """
     Whether ``config``'s run has finished in ``out_dir`` (see ``unfinished_reason``).
@@ -154,8 +149,13 @@ def unfinished_reason(out_dir: Path, config: RunConfig) -> str | None:
         ``--out`` rather than mix results), or cannot be read (say, a newer version's): naming the file and what
         differs or is wrong
     """
+    return _unfinished_in(run_dir(out_dir, config), config)
+
+
+def _unfinished_in(directory: Path, config: RunConfig) -> str | None:
+    """``unfinished_reason`` of ``config``'s run in its folder ``directory``."""
     try:
-        _finished_tables(out_dir, config)
+        _finished_tables(directory, config)
     except _Unfinished as unfinished:
         return str(unfinished)
     return None
@@ -165,53 +165,24 @@ class _Unfinished(Exception):
     """A run that is not finished; its text says why."""
 
 
-def _finished_tables(out_dir: Path, config: RunConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _finished_tables(directory: Path, config: RunConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
     """
-    ``run_tables`` of ``config``'s run in ``out_dir``, once its settings are checked.
+    ``run_tables`` of ``config``'s run in its folder ``directory``, once its settings are checked
+    (``comparison.study.holds_config``).
 
     :raises _Unfinished: the run is not finished, saying why
     :raises ValueError: as ``unfinished_reason``
     """
-    directory = run_dir(out_dir, config)
     if not directory.exists():
         raise _Unfinished(NOT_STARTED)
-    config_path = directory / CONFIG_FILE
-    if not config_path.is_file():
-        raise _Unfinished(f"{config_path}: no such file (settings unknown)")
-    _check_stored_settings(config_path, config)
+    # Both sides canonical: a setting the variant ignores, or a default it ignores that changed since the run was
+    # written (say RunConfig.lap_min_priority for a uniform run), does not make it another run.
+    if not holds_config(config, directory, same_run=RunConfig.canonical):
+        raise _Unfinished(f"{directory / CONFIG_FILE}: no such file (settings unknown)")
     try:
         return run_tables(directory, config)
     except (OSError, ValueError) as problem:
         raise _Unfinished(str(problem)) from None
-
-
-def _check_stored_settings(path: Path, config: RunConfig) -> None:
-    """Raise ``ValueError`` unless the config file ``path`` holds ``config`` (both canonical), naming what differs."""
-    try:
-        stored = RunConfig.from_json(path.read_text())
-    except ValueError as error:
-        raise ValueError(
-            f"{path} cannot be read as a run's settings: {error}; delete that run's folder to redo it, or use "
-            "another output directory"
-        ) from None
-    # Both sides canonical: a setting the variant ignores, or a default it ignores that changed since the run
-    # was written (say RunConfig.lap_min_priority for a uniform run), does not make it another run.
-    differences = _setting_differences(stored.canonical(), config.canonical())
-    if differences:
-        raise ValueError(
-            f"{path} was written with other settings than this comparison's ({'; '.join(differences)}); "
-            "use another output directory or delete it"
-        )
-
-
-def _setting_differences(stored: RunConfig, wanted: RunConfig) -> list[str]:
-    """Each field on which ``stored`` and ``wanted`` differ, as ``name: stored value there, wanted value now``."""
-    names = [field.name for field in fields(RunConfig)]
-    return [
-        f"{name}: {getattr(stored, name)!r} there, {getattr(wanted, name)!r} now"
-        for name in names
-        if getattr(stored, name) != getattr(wanted, name)
-    ]
 
 
 def run_tables(directory: Path, config: RunConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -580,7 +551,7 @@ def collect_runs(configs: Sequence[RunConfig], out_dir: Path) -> tuple[pd.DataFr
     tables = []
     for config in configs:
         with suppress(_Unfinished):
-            tables.append(_finished_tables(out_dir, config))
+            tables.append(_finished_tables(run_dir(out_dir, config), config))
     if not tables:
         raise ValueError(f"no run of this comparison has finished in {out_dir}")
     # An untagged buffer's table is empty: left out, as concatenating an empty frame would lose the columns' types.
@@ -636,9 +607,7 @@ def run_comparison(
     check_backend(backend, ray_address)
     if not configs:
         raise ValueError("configs is empty: nothing to compare")
-    names = [config.run_name for config in configs]
-    if len(set(names)) != len(names):
-        raise ValueError(f"each (variant, seed) may appear once, got runs {names}")
+    check_runs_once(configs)
     first = configs[0]
     shared = (first.env_id, first.env_kwargs, first.evaluation_env_kwargs, first.eval_seeds)
     if any((c.env_id, c.env_kwargs, c.evaluation_env_kwargs, c.eval_seeds) != shared for c in configs):
@@ -649,7 +618,22 @@ def run_comparison(
     out_dir.mkdir(parents=True, exist_ok=True)
     workers = workers or len(os.sched_getaffinity(0))
     failures = run_pending(configs, out_dir, workers, progress, backend=backend, ray_address=ray_address)
+    return {"failures": failures, **write_comparison_report(configs, out_dir, command)}
+
+
+def write_comparison_report(configs: Sequence[RunConfig], out_dir: Path, command: str) -> dict[str, Path]:
+    """
+    Write the comparison's CSVs (its finished runs' rows, in plan order, and the baselines) and its report into
+    ``out_dir``.
+
+    :param configs: the plan, all with the same env and evaluation episodes
+    :param out_dir: the comparison's folder
+    :param command: the command that runs the plan, quoted in the report
+    :return: the paths of the files written: ``evaluations``, ``telemetry``, ``baselines`` and the report's
+    :raises ValueError: no run of ``configs`` has finished in ``out_dir``
+    """
     evaluations, telemetry = collect_runs(configs, out_dir)
+    first = configs[0]
     write_csv_atomically(evaluations, out_dir / EVALUATIONS_FILE)
     write_csv_atomically(telemetry, out_dir / TELEMETRY_FILE)
     baselines = baseline_rows(first.env_id, first.evaluation_env_kwargs, first.eval_seeds)
@@ -658,9 +642,40 @@ def run_comparison(
     seeds = sorted({config.seed for config in configs})
     paths = write_report(out_dir, command=command, seeds=seeds)
     return {
-        "failures": failures,
         "evaluations": out_dir / EVALUATIONS_FILE,
         "telemetry": out_dir / TELEMETRY_FILE,
         "baselines": out_dir / BASELINES_FILE,
         **paths,
     }
+
+
+class PairsStudy:
+    """
+    The pairs-env comparison's runs as a ``comparison.study.Study``: ``train``, ``finished`` and ``report`` of
+    ``RunConfig`` runs, so that ``comparison.study.run_study`` and ``pending`` drive them one at a time like any
+    study's, by the same resume rule as ``run_comparison``. ``run_comparison`` trains a plan with its own backends
+    instead (a pool of processes or Ray, with a progress bar and interrupts), and ``scripts/compare.py`` keeps its
+    own command line (presets, variants, walk-forward), which the commands quoted in its reports use.
+    """
+
+    name = "compare"
+
+    def train(self, config: RunConfig, run_dir: Path) -> None:
+        """
+        Train ``config``'s run into ``run_dir`` from its start (``comparison.experiment.train_run``).
+
+        :raises ValueError: ``run_dir`` holds another run's config
+        """
+        train_run(config, run_dir)
+
+    def finished(self, config: RunConfig, run_dir: Path) -> bool:
+        """
+        Whether ``run_dir`` holds ``config``'s finished run (``unfinished_reason``).
+
+        :raises ValueError: as ``unfinished_reason``
+        """
+        return _unfinished_in(run_dir, config) is None
+
+    def report(self, configs: Sequence[RunConfig], out_dir: Path, command: str) -> Path:
+        """The report of the finished runs of ``configs`` in ``out_dir`` (``write_comparison_report``): its summary."""
+        return write_comparison_report(configs, Path(out_dir), command)["summary"]

@@ -25,6 +25,8 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from comparison.study import CONFIG_FILE as CONFIG_FILE
+from comparison.study import RUNS_DIR as RUNS_DIR
 from envs import REGIME_NAMES, REGIME_UNKNOWN
 
 #: Hidden market regimes of the pairs-trading env, in the order they are reported (regime k is ``REGIMES[k]``).
@@ -50,7 +52,6 @@ TELEMETRY_STATS: tuple[str, ...] = ("buffer_share", "priority_share", "sample_sh
 #: Columns of ``telemetry.csv``, in order: one row per tag per evaluation step (NaN where a figure does not apply).
 TELEMETRY_COLUMNS: tuple[str, ...] = ("step", "variant", "seed", "tag", *TELEMETRY_STATS, "is_ess")
 
-RUNS_DIR = "runs"
 #: The names of the replay variants (``comparison.experiment.VARIANTS``, in its order), known without importing the
 #: experiment, so that the command line refuses an unknown one at once (a test keeps the two the same).
 VARIANT_NAMES = (
@@ -58,7 +59,6 @@ VARIANT_NAMES = (
     *("expected_relo", "expected_relo_root", "signal_share_relo", "gated_relo", "tqc", "tqc_uper"),
     *("per_no_is", "regime_weighted", "per_critic_only", "per_reward_priority", "per_reward_floor", "relo_online_loss"),
 )
-CONFIG_FILE = "config.json"
 PROGRESS_FILE = "progress.csv"
 MODEL_FILE = "model.zip"
 EVALUATIONS_FILE = "evaluations.csv"

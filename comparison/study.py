@@ -24,7 +24,7 @@ import shlex
 import shutil
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar
 
@@ -157,26 +157,33 @@ def write_config(config: StudyConfig, directory: Path) -> None:
     write_text_atomically(config.to_json(), Path(directory) / CONFIG_FILE)
 
 
-def restart_run_dir(config: StudyConfig, directory: Path) -> None:
+def restart_run_dir(config: ConfigT, directory: Path, same_run: Callable[[ConfigT], ConfigT] | None = None) -> None:
     """
     Empty ``directory`` of what an attempt at a run left (making it if there is none) and write ``config``'s
     ``config.json`` into it: the start of a run trained from its first step.
 
     :param config: the run
     :param directory: its folder
+    :param same_run: the form in which a config found there is compared with ``config`` (``holds_config``)
     :raises ValueError: naming the file, if ``directory`` holds another config (left as it is)
     """
-    holds_config(config, directory)
+    holds_config(config, directory, same_run)
     shutil.rmtree(directory, ignore_errors=True)
     Path(directory).mkdir(parents=True)
     write_config(config, directory)
 
 
-def holds_config(config: StudyConfig, directory: Path) -> bool:
+def holds_config(config: ConfigT, directory: Path, same_run: Callable[[ConfigT], ConfigT] | None = None) -> bool:
     """
     Whether ``directory`` holds ``config``'s ``config.json`` (False if it holds none).
 
-    :raises ValueError: naming the file, if it holds another config, or a text that is no config
+    :param config: the run
+    :param directory: its folder
+    :param same_run: the form in which the stored config and ``config`` are compared (None: as they are), e.g. one
+        with the settings the run ignores at their defaults, so that a changed default it never reads leaves a
+        finished run finished
+    :raises ValueError: naming the file, if it holds another config (naming each setting that differs), or a text
+        that is no config
     """
     path = Path(directory) / CONFIG_FILE
     if not path.exists():
@@ -187,12 +194,27 @@ def holds_config(config: StudyConfig, directory: Path) -> bool:
         raise ValueError(
             f"{path} is no config of this study ({error}): delete its folder or use another output folder"
         ) from None
+    if same_run is not None:
+        stored, config = same_run(stored), same_run(config)
     if stored != config:
         raise ValueError(
-            f"{path} holds a config with other settings than the run {config.run_name}'s of this plan: delete its "
-            "folder or use another output folder"
+            f"{path} holds a config with other settings than the run {config.run_name}'s of this plan "
+            f"({'; '.join(setting_differences(stored, config))}): delete its folder or use another output folder"
         )
     return True
+
+
+def setting_differences(stored: Any, wanted: Any) -> list[str]:
+    """
+    Each field on which the dataclass configs ``stored`` and ``wanted`` differ, as ``name: stored value there,
+    wanted value now``.
+    """
+    names = [item.name for item in fields(stored)]
+    return [
+        f"{name}: {getattr(stored, name)!r} there, {getattr(wanted, name)!r} now"
+        for name in names
+        if getattr(stored, name) != getattr(wanted, name)
+    ]
 
 
 def check_integer_fields(instance: Any, names: Iterable[str], minimum: int) -> None:
@@ -314,6 +336,13 @@ def pending(study: Study[ConfigT], configs: Sequence[ConfigT], out_dir: Path) ->
     return [config for config in configs if not study.finished(config, run_dir(out_dir, config))]
 
 
+def check_runs_once(configs: Sequence[StudyConfig]) -> None:
+    """:raises ValueError: naming the plan's runs, if a run appears in ``configs`` twice (one folder for two runs)"""
+    names = [config.run_name for config in configs]
+    if len(set(names)) != len(names):
+        raise ValueError(f"each run may appear once in the plan, got {names}")
+
+
 @dataclass
 class StudyProgress:
     """
@@ -349,9 +378,7 @@ def run_study(
     """
     if max_runs is not None and (isinstance(max_runs, bool) or int(max_runs) != max_runs or max_runs < 1):
         raise ValueError(f"max_runs must be a positive integer or None, got {max_runs!r}")
-    names = [config.run_name for config in configs]
-    if len(set(names)) != len(names):
-        raise ValueError(f"each run may appear once in the plan, got {names}")
+    check_runs_once(configs)
     from comparison.experiment import configure_torch_threads  # not at load: it brings torch
 
     configure_torch_threads(1)

@@ -109,7 +109,7 @@ def test_runs_on_a_price_file_edited_in_place_are_refused_naming_the_prices_hash
     with pytest.raises(SystemExit) as stop:
         compare_main([*argv, "--report-only"])
     error = capsys.readouterr().err
-    assert stop.value.code == 2 and "other settings than this comparison's (prices_sha256: " in error, error
+    assert stop.value.code == 2 and "of this plan (prices_sha256: " in error, error
 
 
 def test_the_end_of_a_comparison_prints_its_headline_and_where_its_files_are(tmp_path):

@@ -145,6 +145,16 @@ def test_train_cli_rejects_bad_arguments_with_a_clear_message(argv, message, cap
     assert message in capsys.readouterr().err
 
 
+def test_train_cli_refuses_a_folder_of_another_runs_settings(tmp_path, capsys):
+    directory = tmp_path / "per_s3"
+    directory.mkdir()
+    (directory / "config.json").write_text(RunConfig(variant="per", seed=3, alpha=0.9).to_json())
+    with pytest.raises(SystemExit) as exit_info:
+        train_main(["--replay", "per", "--seed", "3", "--out", str(tmp_path)])
+    assert exit_info.value.code == 2
+    assert "other settings than the run per_s3's of this plan (alpha: 0.9 there, 0.6 now)" in capsys.readouterr().err
+
+
 @pytest.mark.slow
 def test_train_cli_runs_one_evaluated_run_and_writes_its_files(tmp_path, tiny):
     directory = train_main(["--replay", "per", "--seed", "3", "--out", str(tmp_path), "--no-progress-bar", *tiny])

@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from comparison.experiment import train_run, write_atomically, write_text_atomically
-from comparison.runner import collect_runs, is_finished, run_comparison, run_dir, unfinished_reason
+from comparison.runner import PairsStudy, collect_runs, is_finished, run_comparison, run_dir, unfinished_reason
+from comparison.study import pending, run_study
 
 
 def _cut_last_line(path):
@@ -123,14 +124,16 @@ def test_unreadable_settings_are_refused_naming_the_file_and_what_is_wrong(
     with pytest.raises(ValueError) as error:
         is_finished(tmp_path, config)
     message = str(error.value)
-    assert f"{path} cannot be read as a run's settings" in message and problem in message, message
+    assert f"{path} is no config of this study" in message and problem in message, message
     assert "other settings" not in message
 
 
 def test_other_settings_are_refused_naming_each_setting_that_differs(tmp_path, finished_run, tiny_config):
     config = tiny_config(variant="per")
     finished_run(tmp_path, config)
-    with pytest.raises(ValueError, match=r"other settings than this comparison's \(alpha: 0.6 there, 0.5 now\)"):
+    with pytest.raises(
+        ValueError, match=r"other settings than the run per_s0's of this plan \(alpha: 0.6 there, 0.5 now\)"
+    ):
         is_finished(tmp_path, replace(config, alpha=0.5))
 
 
@@ -186,3 +189,20 @@ def test_a_file_written_atomically_is_the_old_one_or_the_new_one_never_a_part(tm
     assert path.read_text() == "new\n"
     # the failed write's partial file was this process's, reused by the next write
     assert [p.name for p in tmp_path.iterdir()] == ["summary.md"]
+
+
+def test_run_study_drives_the_pairs_study_by_the_comparisons_resume_rule(tmp_path, finished_run, tiny_config):
+    study = PairsStudy()
+    done, todo = tiny_config(variant="uniform", seed=0), tiny_config(variant="uniform", seed=1)
+    finished_run(tmp_path, done)
+    assert pending(study, [done, todo], tmp_path) == [todo]
+    progress = run_study(study, [done, todo], tmp_path, announce=lambda line: None)
+    assert progress.trained == ["uniform_s1"] and progress.pending == []
+    assert is_finished(tmp_path, todo) and study.finished(todo, run_dir(tmp_path, todo))
+    other = replace(todo, alpha=0.5, variant="per")
+    run_dir(tmp_path, other).mkdir(parents=True)
+    (run_dir(tmp_path, other) / "config.json").write_text(replace(other, alpha=0.9).to_json())
+    with pytest.raises(ValueError, match=r"per_s1's of this plan \(alpha: 0.9 there, 0.5 now\)"):
+        study.train(other, run_dir(tmp_path, other))
+    assert study.report([done, todo], tmp_path, "python scripts/compare.py") == tmp_path / "summary.md"
+    assert "python scripts/compare.py" in (tmp_path / "summary.md").read_text()

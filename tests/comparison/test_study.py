@@ -137,12 +137,20 @@ def test_a_run_folder_of_another_config_raises_naming_its_file(tmp_path: Path):
     directory = run_dir(tmp_path, config)
     directory.mkdir(parents=True)
     (directory / CONFIG_FILE).write_text(FakeConfig(0, "a", rows=5).to_json())
-    with pytest.raises(ValueError, match=f"{directory / CONFIG_FILE} holds a config with other settings"):
+    with pytest.raises(ValueError, match=r"other settings than the run a_s0's of this plan \(rows: 5 there, 3 now\)"):
         run_study(study, [config], tmp_path)
     (directory / CONFIG_FILE).write_text("{not json")  # garbage is named as such, not as other settings
     with pytest.raises(ValueError, match=f"{directory / CONFIG_FILE} is no config of this study"):
         run_study(study, [config], tmp_path)
     assert study.trained == []
+
+
+def test_holds_config_compares_the_configs_in_the_form_same_run_gives(tmp_path: Path):
+    config = FakeConfig(0, "a", rows=3)
+    write_config(FakeConfig(0, "a", rows=5), tmp_path)
+    assert holds_config(config, tmp_path, same_run=lambda stored: FakeConfig(stored.seed, stored.variant))
+    with pytest.raises(ValueError, match=r"\(variant: 'a' there, 'b' now\)"):
+        holds_config(FakeConfig(0, "b"), tmp_path, same_run=lambda stored: FakeConfig(stored.seed, stored.variant))
 
 
 def test_a_run_planned_twice_raises(tmp_path: Path):
