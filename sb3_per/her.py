@@ -217,7 +217,7 @@ class PrioritizedHerReplayBuffer(PrioritizedBufferMixin, HerReplayBuffer):
         last = (self.pos - 1) % self.buffer_size
         start = self.ep_start[last, env_index]
         leaves = self._env_leaves(env_index, start, start + self.ep_length[last, env_index])
-        self._set_priorities(leaves, self._stored(np.full(len(leaves), self.max_priority)))
+        self._set_priorities(leaves, self.sampler.stored(np.full(len(leaves), self.max_priority)))
 
     def _uniform_leaves(self, batch_size: int) -> np.ndarray:
         """SB3's draw: ``batch_size`` of the transitions of finished episodes, uniformly, with replacement."""

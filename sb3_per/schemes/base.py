@@ -406,7 +406,7 @@ def check_prioritized_buffer(scheme: ReplayScheme, buffer: ReplayBuffer | None, 
             "PrioritizedReplayBuffer (PrioritizedDictReplayBuffer for Dict observations) with "
             "prioritization='proportional'"
         )
-    if not buffer.priorities_follow_td_errors:
+    if not buffer.priorities_follow_updates:
         raise ValueError(
             f"{scheme!r} sets its priorities from the TD errors, but the replay buffer is a "
             f"{type(buffer).__name__}, whose priorities never follow them: use PrioritizedReplayBuffer "
