@@ -4,7 +4,7 @@ that the scheme and the algorithm pass between them (never kept on the model).
 
 One gradient step of an algorithm with a scheme::
 
-    for update in scheme.updates(batches, batch_size, train_actor, algorithm_loss):
+    for update in scheme.updates(batches, batch_size, train_actor, weighted_critic_loss):
         loss, step = algorithm.critic_step(update.critic_batch, update.critic_loss)   # -> CriticStep
         td_errors = scheme.td_errors(step)                                             # telemetry, priorities
         buffer.update_priorities(step.batch.indices, scheme.priorities(step, td_errors, algorithm), ...)
@@ -33,7 +33,7 @@ from sb3_per.schemes.losses import TD_ERROR_REDUCTIONS, absolute_td_errors
 CriticLoss = Callable[[Sequence[th.Tensor], th.Tensor], th.Tensor]
 
 
-class AlgorithmLoss(Protocol):
+class WeightedCriticLoss(Protocol):
     """The algorithm's own (SB3's) critic loss with each sample weighted (``weights=None``: SB3's loss itself)."""
 
     def __call__(
@@ -333,7 +333,7 @@ class ReplayScheme(ABC):
 
     @abstractmethod
     def updates(
-        self, batches: BatchSource, batch_size: int, train_actor: bool, algorithm_loss: AlgorithmLoss
+        self, batches: BatchSource, batch_size: int, train_actor: bool, weighted_critic_loss: WeightedCriticLoss
     ) -> Iterator[ReplayUpdate]:
         """
         The critic and actor steps of one gradient step. Batches are drawn as the steps ask for them, so each is
@@ -342,7 +342,7 @@ class ReplayScheme(ABC):
         :param batches: where to draw the batches
         :param batch_size: the gradient step's number of transitions
         :param train_actor: whether an actor step follows (TD3's delayed policy updates; False for DQN)
-        :param algorithm_loss: the algorithm's own critic loss, each sample weighted
+        :param weighted_critic_loss: the algorithm's own critic loss, each sample weighted
         """
 
     def make_state(self, algorithm: Any) -> SchemeState | None:
