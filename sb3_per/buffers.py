@@ -30,7 +30,7 @@ from stable_baselines3.common.vec_env import VecNormalize
 
 from sb3_per.checks import check_memory_optimization, checked_bool
 from sb3_per.n_step import check_n_step_parameters, n_step_targets
-from sb3_per.priority_sampler import DEFAULT_WEIGHT_NORMALIZATION, PrioritySampler
+from sb3_per.priority_sampler import DEFAULT_WEIGHT_NORMALIZATION, PrioritySampler, buffer_state_with_sampler
 from sb3_per.replay_tags import ReplayTagsMixin, TagPriorityMass, checked_stored_leaves
 from sb3_per.samples import PrioritizedDictReplayBufferSamples, PrioritizedReplayBufferSamples
 from sb3_per.sum_tree import SumTree
@@ -119,9 +119,10 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
         self.n_steps = int(n_steps)
         self.gamma = float(gamma)
         self._init_tags(tag_key)
-        self._init_stamps()
+        self._init_bookkeeping()
 
-    def _init_stamps(self) -> None:
+    def _init_bookkeeping(self) -> None:
+        """What the buffer keeps per leaf beside the sampler (write stamps, tag mass), for an empty buffer."""
         n_leaves = self.buffer_size * self.n_envs
         # Per-leaf write counter, and its value when the leaf was last sampled (-1: not since created),
         # to skip updates for transitions overwritten after they were sampled.
@@ -187,12 +188,10 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
         super().reset()  # type: ignore[misc]
         self._init_tag_storage()
         self.sampler.reset()
-        self._init_stamps()
+        self._init_bookkeeping()
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        if "sampler" not in state:  # pickled before the sampler was taken out of the buffer (issue 45)
-            state = PrioritySampler.from_buffer_state(state)
-        self.__dict__.update(state)
+        self.__dict__.update(buffer_state_with_sampler(state))
         if self.tagged:
             self._resum_tag_priorities()
 

@@ -179,33 +179,6 @@ class PrioritySampler:
             index for index in (self.rank_index, self.inverse_index) if index is not None
         )
 
-    @classmethod
-    def from_buffer_state(cls, state: dict[str, Any]) -> dict[str, Any]:
-        """
-        The state of a buffer pickled before the sampler was taken out of it (sb3_per up to commit 1250200, which kept
-        these fields on the buffer itself), with them moved into a sampler under ``"sampler"``.
-
-        :param state: the unpickled buffer's ``__dict__`` (left as it is: the result is a new dict)
-        """
-        state = dict(state)
-        sampler = cls.__new__(cls)
-        beta_schedule = BetaSchedule.__new__(BetaSchedule)
-        beta_schedule.start, beta_schedule.end = state.pop("beta_start"), state.pop("beta_end")
-        beta_schedule.anneal_steps, beta_schedule.progress = state.pop("beta_anneal_steps"), state.pop("beta_progress")
-        beta_schedule.n_calls = state.pop("n_sample_calls")
-        sampler.beta_schedule = beta_schedule
-        sampler.n_leaves = state["buffer_size"] * state["n_envs"]
-        sampler.largest_priority = state.pop("_largest_priority")
-        for name in (
-            "alpha", "epsilon", "weight_normalization", "prioritization", "inverse_sampling", "priority_half_life",
-            "store", "rank_index", "inverse_index", "fading", "max_priority", "n_priority_updates",
-        ):  # fmt: skip
-            setattr(sampler, name, state.pop(name))
-        del state["_sampling_index"], state["_followers"]
-        sampler._link_indices()  # the same objects as the pickled ones, which pickle kept shared
-        state["sampler"] = sampler
-        return state
-
     @property
     def tree(self) -> SumTree:
         """The sum tree that stores every priority (raised to alpha; scaled up by the fading clock, if any)."""
@@ -315,6 +288,36 @@ class PrioritySampler:
         assert self.inverse_index is not None, "the buffer checks inverse_sampling first"
         uniforms = np.random.random_sample(batch_size)  # noqa: NPY002
         return stratified_tree_leaves(self.inverse_index.tree, uniforms)
+
+
+def buffer_state_with_sampler(state: dict[str, Any]) -> dict[str, Any]:
+    """
+    An unpickled prioritized buffer's state with its sampler: as it is where it has one; where it was pickled before
+    the sampler was taken out of the buffer (sb3_per up to commit 1250200, which kept these fields on the buffer
+    itself), a new dict with them moved into a ``PrioritySampler`` under ``"sampler"``.
+
+    :param state: the unpickled buffer's ``__dict__`` (left as it is)
+    """
+    if "sampler" in state:
+        return state
+    state = dict(state)
+    beta_schedule = BetaSchedule.__new__(BetaSchedule)
+    beta_schedule.start, beta_schedule.end = state.pop("beta_start"), state.pop("beta_end")
+    beta_schedule.anneal_steps, beta_schedule.progress = state.pop("beta_anneal_steps"), state.pop("beta_progress")
+    beta_schedule.n_calls = state.pop("n_sample_calls")
+    sampler = PrioritySampler.__new__(PrioritySampler)
+    sampler.beta_schedule = beta_schedule
+    sampler.n_leaves = state["buffer_size"] * state["n_envs"]
+    sampler.largest_priority = state.pop("_largest_priority")
+    for name in (
+        "alpha", "epsilon", "weight_normalization", "prioritization", "inverse_sampling", "priority_half_life",
+        "store", "rank_index", "inverse_index", "fading", "max_priority", "n_priority_updates",
+    ):  # fmt: skip
+        setattr(sampler, name, state.pop(name))
+    del state["_sampling_index"], state["_followers"]
+    sampler._link_indices()  # the same objects as the pickled ones, which pickle kept shared
+    state["sampler"] = sampler
+    return state
 
 
 def index_classes(options: BufferOptions) -> list[type[PriorityIndex]]:

@@ -42,8 +42,8 @@ class KindPrioritizedHer(PrioritizedHerReplayBuffer):
     tags, no stamps for the relabelled kind.
     """
 
-    def _init_stamps(self) -> None:
-        super()._init_stamps()
+    def _init_bookkeeping(self) -> None:
+        super()._init_bookkeeping()
         # made anew with the sampler's indices (at construction and reset); the relabelled kind is written in step
         self.relabelled_store = ProportionalIndex(self.buffer_size * self.n_envs)
 
