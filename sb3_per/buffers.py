@@ -469,9 +469,9 @@ class PrioritizedReplayBuffer(PrioritizedBufferMixin, ReplayBuffer):
       ``beta_anneal_steps`` calls to ``sample``, or, with ``beta_anneal_steps="auto"``, with the training
       progress that sb3_per's algorithms give ``set_beta_progress`` at each training call, so that beta
       reaches ``beta_end`` at the end of ``learn``.
-    - ``update_priorities(indices, td_errors, stamps)`` sets priority ``(|td_error| + epsilon) ** alpha``. An
-      update for a transition that ``add`` has overwritten since it was sampled is skipped: its error
-      belongs to data that is gone (ray #6534). Each leaf counts the times ``add`` wrote it, and the samples
+    - ``update_priorities(indices, priorities, stamps)`` sets priority ``(|priority| + epsilon) ** alpha``, from what
+      the replay scheme made of the step (PER: the absolute TD errors). An update for a transition that ``add`` has
+      overwritten since it was sampled is skipped: its error belongs to data that is gone (ray #6534). Each leaf counts the times ``add`` wrote it, and the samples
       carry that count (``stamps``); given back, they make the check exact. Without them, the count at the
       slot's latest sample stands in, and an update from an older batch whose slot has been overwritten
       *and sampled again* since is not recognised as stale.
@@ -493,7 +493,7 @@ class PrioritizedReplayBuffer(PrioritizedBufferMixin, ReplayBuffer):
     :param beta_end: Importance-sampling exponent reached after ``beta_anneal_steps`` calls
     :param beta_anneal_steps: Number of ``sample`` calls over which beta goes from start to end, or
         ``"auto"``: beta follows ``set_beta_progress`` (sampling before it is ever called raises ``ValueError``)
-    :param epsilon: Added to ``|td_error|`` so that no transition's priority is ever zero
+    :param epsilon: Added to ``|priority|`` so that no transition's priority is ever zero
     :param weight_normalization: ``"buffer"`` divides the weights by the largest weight any stored
         transition could get (from the smallest sampling probability, as in the paper); ``"batch"`` by the
         largest weight in the sampled batch
