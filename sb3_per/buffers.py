@@ -471,10 +471,10 @@ class PrioritizedReplayBuffer(PrioritizedBufferMixin, ReplayBuffer):
       reaches ``beta_end`` at the end of ``learn``.
     - ``update_priorities(indices, priorities, stamps)`` sets priority ``(|priority| + epsilon) ** alpha``, from what
       the replay scheme made of the step (PER: the absolute TD errors). An update for a transition that ``add`` has
-      overwritten since it was sampled is skipped: its error belongs to data that is gone (ray #6534). Each leaf counts the times ``add`` wrote it, and the samples
-      carry that count (``stamps``); given back, they make the check exact. Without them, the count at the
-      slot's latest sample stands in, and an update from an older batch whose slot has been overwritten
-      *and sampled again* since is not recognised as stale.
+      overwritten since it was sampled is skipped: its error belongs to data that is gone (ray #6534). Each leaf
+      counts the times ``add`` wrote it, and the samples carry that count (``stamps``); given back, they make the
+      check exact. Without them, the count at the slot's latest sample stands in, and an update from an older batch
+      whose slot has been overwritten *and sampled again* since is not recognised as stale.
 
     An algorithm must call ``update_priorities`` after its gradient steps (``sb3_per.SAC`` does);
     with one that never does, every transition keeps its entry priority and the buffer warns.
