@@ -156,7 +156,7 @@ class RewardPrioritizedReplayBuffer(PrioritizedReplayBuffer):
     :param kwargs: as ``PrioritizedReplayBuffer``'s
     """
 
-    priorities_follow_td_errors = False
+    priorities_follow_updates = False
     # A class default too, for buffers pickled before the floor existed
     reward_floor = 0.0
 
@@ -166,7 +166,7 @@ class RewardPrioritizedReplayBuffer(PrioritizedReplayBuffer):
         super().__init__(*args, **kwargs)
         # Every priority is at least the floor's, so a floor the sum tree cannot hold would refuse every add
         try:
-            self._priorities_of(np.array([self.reward_floor]), "reward_floor")
+            self.sampler.priorities_of(np.array([self.reward_floor]), "reward_floor")
         except ValueError as error:
             raise ValueError(f"reward_floor={reward_floor!r} is too large: {error}") from None
 
@@ -180,21 +180,21 @@ class RewardPrioritizedReplayBuffer(PrioritizedReplayBuffer):
         reward = np.asarray(reward, dtype=np.float64).reshape(self.n_envs)
         # Signed, so that a bad reward is reported as it was; NaN stays NaN
         floored = np.copysign(np.maximum(np.abs(reward), self.reward_floor), reward)
-        return self._priorities_of(floored, "reward")
+        return self.sampler.priorities_of(floored, "reward")
 
     def update_priorities(
-        self, indices: np.ndarray | th.Tensor, td_errors: np.ndarray | th.Tensor, stamps: np.ndarray | None = None
+        self, indices: np.ndarray | th.Tensor, priorities: np.ndarray | th.Tensor, stamps: np.ndarray | None = None
     ) -> None:
         """
         Check a priority update as ``PrioritizedReplayBuffer.update_priorities`` does and count it, leaving the
         reward priorities unchanged.
 
         :param indices: flat indices, as returned in the samples' ``indices``
-        :param td_errors: one finite TD error per index
+        :param priorities: one finite value per index
         :param stamps: the samples' ``stamps``
         """
-        if self._checked_priority_updates(indices, td_errors, stamps) is not None:
-            self.n_priority_updates += 1
+        if self._checked_priority_updates(indices, priorities, stamps) is not None:
+            self.sampler.n_priority_updates += 1
 
 
 def check_reward_floor(reward_floor: float) -> None:

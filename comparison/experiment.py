@@ -57,9 +57,9 @@ from sb3_per import (
     ReLo,
     TaggedReplayBuffer,
 )
-from sb3_per.buffers import check_fading_weights, check_per_parameters
 from sb3_per.checks import is_sampling_weight
 from sb3_per.fading import check_priority_half_life
+from sb3_per.priority_sampler import check_fading_weights, check_per_parameters
 from sb3_per.schemes import ReplayScheme
 
 DEFAULT_ENV_ID = "envs:PairsTrading-v0"

@@ -4,14 +4,14 @@ Prioritized experience replay (Schaul et al. 2016: proportional and rank-based) 
 The buffer is put together from parts, each in its own module, each declaring what it cannot be combined with:
 
 - ``sb3_per.samples``: what ``sample`` returns;
-- ``sb3_per.priority_index``: the structures sampled from (the sum tree, which also stores every priority; the rank
-  heap; the inverse tree);
-- ``sb3_per.fading``: the clock of recency-faded priorities;
+- ``sb3_per.priority_sampler``: what decides which transitions are sampled: the priority indices
+  (``sb3_per.priority_index``: the sum tree, which also stores every priority; the rank heap; the inverse tree), the
+  clock of recency-faded priorities (``sb3_per.fading``), the largest priority and beta's schedule;
 - ``sb3_per.replay_tags``: integer tags on stored transitions, and the priority mass of each tag;
 - ``sb3_per.n_step``: n-step returns of sampled transitions.
 
-``PrioritizedBufferMixin`` holds what is left: adding at the entry priority, sampling with importance-sampling
-weights, and writing priorities back.
+``PrioritizedBufferMixin`` holds what is left: storage (SB3's), adding at the entry priority, write stamps, and
+gathering what the sampler drew.
 """
 
 from __future__ import annotations
@@ -28,53 +28,40 @@ from stable_baselines3.common.buffers import DictReplayBuffer, ReplayBuffer
 from stable_baselines3.common.type_aliases import TensorDict
 from stable_baselines3.common.vec_env import VecNormalize
 
-from sb3_per.checks import check_memory_optimization, checked_bool, checked_choice, checked_number
-from sb3_per.fading import FadingClock, check_priority_half_life, fade_doublings
+from sb3_per.checks import check_memory_optimization, checked_bool
 from sb3_per.n_step import check_n_step_parameters, n_step_targets
-from sb3_per.priority_index import (
-    BufferOptions,
-    InverseIndex,
-    PriorityIndex,
-    ProportionalIndex,
-    RankIndex,
-    stratified_tree_leaves,
-)
+from sb3_per.priority_sampler import DEFAULT_WEIGHT_NORMALIZATION, PrioritySampler, buffer_state_with_sampler
 from sb3_per.replay_tags import ReplayTagsMixin, TagPriorityMass, checked_stored_leaves
 from sb3_per.samples import PrioritizedDictReplayBufferSamples, PrioritizedReplayBufferSamples
 from sb3_per.sum_tree import SumTree
 
-WEIGHT_NORMALIZATIONS = ("buffer", "batch")
-DEFAULT_WEIGHT_NORMALIZATION = "buffer"
-PRIORITIZATIONS = ("proportional", "rank")
-INTEGER_KINDS, REAL_KINDS = "iu", "iuf"  # numpy dtype kinds accepted for indices and stamps, and for TD errors
+INTEGER_KINDS, REAL_KINDS = "iu", "iuf"  # numpy dtype kinds accepted for indices and stamps, and for priorities
 KIND_NAMES = {INTEGER_KINDS: "integers", REAL_KINDS: "real numbers (integer or float, not bool or complex)"}
-# The smallest importance weight a faded buffer with weight_normalization="buffer" gives a transition of the largest
-# priority (``faded_weights_floored``). Without a floor, deep fading shrinks every fresh sample's weight until its
-# gradients fall under Adam's epsilon (1e-8). Measured (SAC on Pendulum, 600 slots filled twice, beta 1, largest
-# critic parameter change over 100 steps; 0.084 without fading), with no floor: 10 half-lives per buffer (weights about
-# 2e-4) -> 0.023, 15 (2e-6) -> 0.0074, 20 (4e-8) -> 0.0051, 30 (5e-11) -> 0.0003, 50 (5e-17) -> 0.
-SMALLEST_FADED_WEIGHT_FACTOR = 1e-6
 
 
 class PrioritizedBufferMixin(ReplayTagsMixin):
     """
-    Prioritized sampling, importance-sampling weights and priority updates, for an SB3 replay buffer
-    whose storage is ``(buffer_size, n_envs, ...)`` arrays (``ReplayBuffer``) or dicts of them
-    (``DictReplayBuffer``). ``PrioritizedReplayBuffer`` and ``PrioritizedDictReplayBuffer`` are this mixin
-    in front of those two SB3 classes; everything that decides what is sampled lives here, once.
+    Prioritized replay for an SB3 replay buffer whose storage is ``(buffer_size, n_envs, ...)`` arrays
+    (``ReplayBuffer``) or dicts of them (``DictReplayBuffer``). ``PrioritizedReplayBuffer`` and
+    ``PrioritizedDictReplayBuffer`` are this mixin in front of those two SB3 classes.
+
+    What is sampled is decided by the buffer's ``sampler`` (``sb3_per.priority_sampler.PrioritySampler``: the priority
+    indices, the fading clock, the largest priority, beta's schedule); the mixin keeps the storage's side: which write
+    of a slot a sample saw (its stamp), the tags and their priority mass, and gathering the sampled transitions.
 
     Each stored transition is a leaf ``pos * n_envs + env``, so every env's data is sampled when
     ``n_envs > 1``. See ``PrioritizedReplayBuffer`` for the behaviour and the parameters.
 
     Subclasses may change what a transition enters with (``_entry_priorities``) and whether priorities follow the
-    TD errors (``priorities_follow_td_errors``, with an ``update_priorities`` of their own).
+    priorities given to ``update_priorities`` (``priorities_follow_updates``, with an ``update_priorities`` of their
+    own).
     """
 
     # `sample` calls without any `update_priorities` before the buffer warns that priorities are never written: an
     # sb3_per algorithm writes them back after each critic step, before it samples again, so the second call tells
     SAMPLES_BEFORE_NO_UPDATE_WARNING = 2
-    # Whether `update_priorities` sets priorities from the TD errors it is given (LAP and LA3P need it)
-    priorities_follow_td_errors = True
+    # Whether `update_priorities` sets priorities from what it is given (LAP and LA3P need it)
+    priorities_follow_updates = True
     # What the subclass's `sample` returns
     samples_class: Any
 
@@ -114,102 +101,61 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
         priority_half_life: float | None,
     ) -> None:
         """Check and keep the prioritization parameters (after SB3's constructor made the storage)."""
-        check_per_parameters(alpha, beta_start, beta_end, beta_anneal_steps, epsilon, weight_normalization)
-        checked_choice("prioritization", prioritization, PRIORITIZATIONS)
-        inverse_sampling = checked_bool("inverse_sampling", inverse_sampling)
-        check_priority_half_life(priority_half_life, self.buffer_size)
-        options = BufferOptions(
-            prioritization=prioritization,
-            alpha=float(alpha),
-            epsilon=float(epsilon),
-            optimize_memory_usage=self.optimize_memory_usage,
-            n_steps=int(n_steps),
-            inverse_sampling=inverse_sampling,
-            priority_half_life=priority_half_life,
-            fade_doublings=fade_doublings(self.buffer_size, priority_half_life),
-            n_leaves=self.buffer_size * self.n_envs,
+        self.sampler = PrioritySampler(
+            self.buffer_size,
+            self.n_envs,
+            alpha,
+            beta_start,
+            beta_end,
+            beta_anneal_steps,
+            epsilon,
+            weight_normalization,
+            prioritization,
+            inverse_sampling,
+            priority_half_life,
+            self.optimize_memory_usage,
+            n_steps,
         )
-        for part in self._index_classes(options):
-            part.check_options(options)
-        if priority_half_life is not None:
-            check_fading_weights(alpha, epsilon, priority_half_life, self.buffer_size)
-        self.inverse_sampling = inverse_sampling
-        self.priority_half_life = None if priority_half_life is None else float(priority_half_life)
-        self.alpha = float(alpha)
-        self.beta_start = float(beta_start)
-        self.beta_end = float(beta_end)
-        self.beta_anneal_steps: int | str = "auto" if beta_anneal_steps == "auto" else int(beta_anneal_steps)
-        # Training progress in [0, 1] for beta_anneal_steps="auto", set by the algorithm (None: not yet)
-        self.beta_progress: float | None = None
-        self.epsilon = float(epsilon)
-        self.weight_normalization = weight_normalization
         self.n_steps = int(n_steps)
         self.gamma = float(gamma)
-        self.prioritization = prioritization
         self._init_tags(tag_key)
-        self._init_priorities()
+        self._init_bookkeeping()
 
-    @staticmethod
-    def _index_classes(options: BufferOptions) -> list[type[PriorityIndex]]:
-        """The priority indices a buffer made with ``options`` keeps: the store, and those that sample besides it."""
-        classes: list[type[PriorityIndex]] = [ProportionalIndex]
-        if options.prioritization == "rank":
-            classes.append(RankIndex)
-        if options.inverse_sampling:
-            classes.append(InverseIndex)
-        return classes
-
-    def _init_priorities(self) -> None:
+    def _init_bookkeeping(self) -> None:
+        """What the buffer keeps per leaf beside the sampler (write stamps, tag mass), for an empty buffer."""
         n_leaves = self.buffer_size * self.n_envs
-        # Every priority (raised to alpha, faded scale) is kept in the sum tree: proportional sampling descends it,
-        # and it gives the mean, minimum and any leaf's priority in O(1) for every kind of prioritization.
-        self.store = ProportionalIndex(n_leaves)
-        # Rank-based prioritization orders the leaves by priority in a heap and samples by rank.
-        self.rank_index = RankIndex(n_leaves, self.alpha) if self.prioritization == "rank" else None
-        # Inverse sampling (LA3P's actor batches) descends a second sum tree, over 1 / priority.
-        self.inverse_index = InverseIndex(n_leaves) if self.inverse_sampling else None
-        # What `sample` draws from, and the indices written beside the store on every write, so none is stale.
-        self._sampling_index: PriorityIndex = self.rank_index or self.store
-        self._followers: tuple[PriorityIndex, ...] = tuple(
-            index for index in (self.rank_index, self.inverse_index) if index is not None
-        )
-        self.fading = None if self.priority_half_life is None else FadingClock(self.priority_half_life)
-        # Largest priority given so far (already raised to alpha): what new transitions enter with.
-        self.max_priority = 1.0
-        # How far above a written priority the tree's total can get: every leaf at it, each scaled up by the
-        # largest fade exponent a write can see.
-        largest_exponent = 0.0 if self.fading is None else self.fading.largest_exponent
-        self._largest_priority = np.finfo(np.float64).max / (n_leaves * 2.0**largest_exponent)
         # Per-leaf write counter, and its value when the leaf was last sampled (-1: not since created),
         # to skip updates for transitions overwritten after they were sampled.
         self._write_count = np.zeros(n_leaves, dtype=np.int64)
         self._write_count_at_sample = np.full(n_leaves, -1, dtype=np.int64)
-        self.n_sample_calls = 0
-        self.n_priority_updates = 0
         self._warned_no_updates = False
         # Priority mass (as stored in the tree) of each tag slot
         self.tag_mass = TagPriorityMass(self.n_tag_slots)
 
+    # The sampler's settings and counts, read through the buffer (set them by making a buffer)
+    alpha = property(lambda self: self.sampler.alpha, doc="The priority exponent.")
+    epsilon = property(lambda self: self.sampler.epsilon, doc="Added to each priority before raising it to alpha.")
+    prioritization = property(lambda self: self.sampler.prioritization, doc="``proportional`` or ``rank``.")
+    weight_normalization = property(lambda self: self.sampler.weight_normalization, doc="``buffer`` or ``batch``.")
+    inverse_sampling = property(lambda self: self.sampler.inverse_sampling, doc="Whether the inverse tree is kept.")
+    priority_half_life = property(lambda self: self.sampler.priority_half_life, doc="Fading half-life, or None.")
+    beta_start = property(lambda self: self.sampler.beta_schedule.start, doc="Beta at the first sample call.")
+    beta_end = property(lambda self: self.sampler.beta_schedule.end, doc="Beta at the end of its annealing.")
+    beta_anneal_steps = property(lambda self: self.sampler.beta_schedule.anneal_steps, doc="Sample calls, or auto.")
+    beta_progress = property(lambda self: self.sampler.beta_schedule.progress, doc="Progress set (auto), or None.")
+    n_sample_calls = property(lambda self: self.sampler.beta_schedule.n_calls, doc="Prioritized sample calls.")
+    n_priority_updates = property(lambda self: self.sampler.n_priority_updates, doc="update_priorities calls.")
+    max_priority = property(lambda self: self.sampler.max_priority, doc="Largest priority so far (raised to alpha).")
+
     @property
     def tree(self) -> SumTree:
         """The sum tree that stores every priority (raised to alpha; scaled up by the fading clock, if any)."""
-        return self.store.tree
+        return self.sampler.tree
 
     @property
     def beta(self) -> float:
         """Importance-sampling exponent the next ``sample`` call will use."""
-        if isinstance(self.beta_anneal_steps, int):
-            progress = min(1.0, self.n_sample_calls / self.beta_anneal_steps)
-        else:  # "auto"
-            if self.beta_progress is None:
-                raise ValueError(
-                    f"{type(self).__name__} has beta_anneal_steps='auto', so beta follows the training progress, "
-                    "which nothing has set: train with sb3_per's algorithms (sb3_per.SAC, TD3, DDPG, DQN, TQC or "
-                    "QRDQN), which call set_beta_progress at each training call, or give beta_anneal_steps a number of "
-                    "sample calls"
-                )
-            progress = self.beta_progress
-        return self.beta_start + progress * (self.beta_end - self.beta_start)
+        return self.sampler.beta_schedule.value
 
     def set_beta_progress(self, progress: float) -> None:
         """
@@ -218,12 +164,7 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
 
         :param progress: training progress in [0, 1] (sb3_per's algorithms pass ``1 - _current_progress_remaining``)
         """
-        if self.beta_anneal_steps != "auto":
-            raise ValueError(
-                f"set_beta_progress is for beta_anneal_steps='auto'; this buffer anneals beta over "
-                f"beta_anneal_steps={self.beta_anneal_steps} sample calls"
-            )
-        self.beta_progress = checked_number("progress", progress, low=0.0, high=1.0)
+        self.sampler.beta_schedule.set_progress(progress)
 
     @property
     def n_transitions(self) -> int:
@@ -233,10 +174,7 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
     @property
     def mean_priority(self) -> float:
         """Mean (effective) priority, raised to alpha, of the stored transitions; ``nan`` when empty."""
-        if not self.n_transitions:
-            return float("nan")
-        total = self.tree.total
-        return (total if self.fading is None else float(self.fading.effective(total))) / self.n_transitions
+        return self.sampler.mean_priority(self.n_transitions)
 
     def priorities_at(self, indices: np.ndarray) -> np.ndarray:
         """
@@ -244,32 +182,16 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
 
         :param indices: flat leaf indices (``pos * n_envs + env``) of stored transitions
         """
-        stored = self.tree[checked_stored_leaves(indices, self.n_transitions)]
-        return stored if self.fading is None else np.asarray(self.fading.effective(stored))
-
-    def _stored(self, priorities: np.ndarray) -> np.ndarray:
-        """What the indices store for priorities written now: themselves, or scaled up by the fading clock."""
-        return priorities if self.fading is None else np.asarray(self.fading.stored(priorities))
-
-    def _tick_fading_clock(self) -> None:
-        """Count one ``add`` call; past the bound, take whole doublings out of every stored priority."""
-        if self.fading is None:
-            return
-        doublings = self.fading.tick()
-        if doublings:
-            # A power of two: the trees stay exact sums of their leaves.
-            for index in (self.store, *self._followers):
-                index.rescale(2.0**-doublings)
-            if self.tagged:
-                self._resum_tag_priorities()
+        return self.sampler.effective(self.tree[checked_stored_leaves(indices, self.n_transitions)])
 
     def reset(self) -> None:
         super().reset()  # type: ignore[misc]
         self._init_tag_storage()
-        self._init_priorities()
+        self.sampler.reset()
+        self._init_bookkeeping()
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
+        self.__dict__.update(buffer_state_with_sampler(state))
         if self.tagged:
             self._resum_tag_priorities()
 
@@ -303,21 +225,23 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
         entry_priorities = self._entry_priorities(reward)
         pos = self.pos
         super().add(obs, next_obs, action, reward, done, infos)  # type: ignore[misc]
-        self._tick_fading_clock()
+        sampler = self.sampler
+        if sampler.tick() and self.tagged:
+            self._resum_tag_priorities()
         leaves = pos * self.n_envs + np.arange(self.n_envs)
         # Undecayed: a new transition enters at its entry priority, faded or not.
-        priorities = self._stored(entry_priorities)
-        self.max_priority = max(self.max_priority, float(entry_priorities.max()))
+        priorities = sampler.stored(entry_priorities)
+        sampler.max_priority = max(sampler.max_priority, float(entry_priorities.max()))
         if self.tagged:
             _, old_slots, new_slots = self._store_tags(pos, infos)
-            previous = self._write_leaves(leaves, priorities)
+            previous = sampler.write(leaves, priorities)
             # The overwritten transitions' mass leaves their tags, the new ones' enters theirs.
             self.tag_mass.grow(self.n_tag_slots)
             had_tag = old_slots >= 0
             self.tag_mass.add(old_slots[had_tag], -previous[had_tag])
             self.tag_mass.add(new_slots, priorities)
         else:
-            self._write_leaves(leaves, priorities)
+            sampler.write(leaves, priorities)
         self._write_count[leaves] += 1
         if self.optimize_memory_usage and self.full:
             # `add` has just overwritten the observation of the slot now at `self.pos`, so that
@@ -333,21 +257,13 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
 
         :param reward: the step's rewards, one per env
         """
-        return np.full(self.n_envs, self.max_priority)
+        return np.full(self.n_envs, self.sampler.max_priority)
 
-    def _write_leaves(self, leaves: np.ndarray, priorities: np.ndarray) -> np.ndarray:
-        """Write priorities into every index that holds them; return what the store held before."""
-        # in range and finite by construction: both callers check or build them
-        previous = self.store.write_returning_previous(leaves, priorities)
-        for index in self._followers:
-            index.write(leaves, priorities)
-        return previous
-
-    def _set_priorities(self, leaves: np.ndarray, priorities: np.ndarray) -> None:
-        """New priorities for stored transitions (whose tags stay), keeping the per-tag sums in step."""
-        previous = self._write_leaves(leaves, priorities)
+    def _set_priorities(self, leaves: np.ndarray, stored: np.ndarray) -> None:
+        """New stored priorities for stored transitions (whose tags stay), keeping the per-tag sums in step."""
+        previous = self.sampler.write(leaves, stored)
         if self.tagged:
-            self.tag_mass.add(self._tag_slot[leaves], priorities - previous)
+            self.tag_mass.add(self._tag_slot[leaves], stored - previous)
 
     def sample(self, batch_size: int, env: VecNormalize | None = None, inverse: bool = False) -> Any:
         """
@@ -362,30 +278,13 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
         """
         self._check_batch_size(batch_size)
         if inverse is not False and checked_bool("inverse", inverse):
-            return self._sample_inverse(batch_size, env)
-        beta = self.beta  # first, as it can raise
+            if self.sampler.inverse_index is None:
+                raise ValueError(f"sample(inverse=True) needs a {type(self).__name__} made with inverse_sampling=True")
+            self._warn_if_priorities_never_updated()
+            return self._samples_at(self.sampler.draw_inverse(batch_size), np.ones(batch_size), env)
         self._warn_if_priorities_never_updated()
-        # NumPy's global generator, as SB3's buffers use, so that `set_random_seed` seeds sampling.
-        uniforms = np.random.random_sample(batch_size)  # noqa: NPY002
-        leaves, probabilities, smallest = self._sampling_index.sample(uniforms)
-        if self.weight_normalization == "batch":
-            smallest = probabilities.min()
-        # (N P(i))^-beta / max_j (N P(j))^-beta = (P(i) / P_min)^-beta: N cancels out.
-        weights = (probabilities / smallest) ** -beta
-        if self.fading is not None and self.weight_normalization == "buffer":
-            largest = float(self.fading.stored(self.max_priority))
-            weights = faded_weights_floored(weights, probabilities, smallest, largest, beta)
-        self.n_sample_calls += 1
+        leaves, weights = self.sampler.draw(batch_size)
         return self._samples_at(leaves, weights, env)
-
-    def _sample_inverse(self, batch_size: int, env: VecNormalize | None) -> Any:
-        """What ``sample(batch_size, env, inverse=True)`` returns (``batch_size`` checked): by ``1 / priority``."""
-        if self.inverse_index is None:
-            raise ValueError(f"sample(inverse=True) needs a {type(self).__name__} made with inverse_sampling=True")
-        self._warn_if_priorities_never_updated()
-        uniforms = np.random.random_sample(batch_size)  # noqa: NPY002 (the global generator, as `sample`)
-        leaves = stratified_tree_leaves(self.inverse_index.tree, uniforms)
-        return self._samples_at(leaves, np.ones(batch_size), env)
 
     def sample_uniform(self, batch_size: int, env: VecNormalize | None = None) -> Any:
         """
@@ -488,65 +387,44 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
         return storage.reshape(self.buffer_size * self.n_envs, *storage.shape[2:]).take(leaves, axis=0)
 
     def update_priorities(
-        self, indices: np.ndarray | th.Tensor, td_errors: np.ndarray | th.Tensor, stamps: np.ndarray | None = None
+        self, indices: np.ndarray | th.Tensor, priorities: np.ndarray | th.Tensor, stamps: np.ndarray | None = None
     ) -> None:
         """
-        Set the priority of sampled transitions from their TD errors: ``(|td_error| + epsilon) ** alpha``.
+        Set the priority of sampled transitions from what the replay scheme made of their step (PER: the absolute TD
+        errors): each stores ``(|priority| + epsilon) ** alpha``.
 
         Transitions overwritten by ``add`` since they were sampled are skipped. Bad input raises
         ``ValueError`` and leaves every priority unchanged.
 
         :param indices: flat indices, as returned in the samples' ``indices``
-        :param td_errors: one finite TD error per index (numpy array or torch tensor on any device, any
+        :param priorities: one finite value per index (numpy array or torch tensor on any device, any
             shape that flattens to the batch, e.g. (batch_size, 1)); integers or floats, float16 and bfloat16
             tensors being widened to float32
         :param stamps: the samples' ``stamps``: an update is applied only where the leaf's write stamp is
             still the one it had when sampled (exact). Without them, each leaf's stamp at its latest sample
             stands in, which misses an older batch whose slot was overwritten and sampled again since
         """
-        checked = self._checked_priority_updates(indices, td_errors, stamps)
+        checked = self._checked_priority_updates(indices, priorities, stamps)
         if checked is None:
             return
-        leaves, priorities = checked
+        leaves, raised = checked
         if leaves.size:
-            self._set_priorities(leaves, self._stored(priorities))
-            # from the updates applied only: a stale one must not raise what new transitions enter with
-            self.max_priority = max(self.max_priority, float(priorities.max()))
-        self.n_priority_updates += 1
-
-    def _priorities_of(self, values: np.ndarray, name: str) -> np.ndarray:
-        """
-        ``(|value| + epsilon) ** alpha`` of each of a non-empty array of values (TD errors, or rewards).
-
-        :raises ValueError: naming ``name``, if a value is not finite or a priority is too large for the sum tree
-        """
-        magnitudes = np.abs(values, dtype=np.float64)
-        # Checked on the values, not the priorities: with alpha=0, NaN ** 0 = 1. NaN propagates through max.
-        if not np.isfinite(magnitudes.max()):
-            raise ValueError(f"{name} must be finite, got {values[~np.isfinite(magnitudes)][0]}")
-        priorities = (magnitudes + self.epsilon) ** self.alpha
-        top = priorities.max()
-        if not top <= self._largest_priority:  # also catches a priority that overflowed to inf
-            raise ValueError(
-                f"priority {top} (raised to alpha) from {name} is too large for the sum tree: with all "
-                f"{self.tree.capacity} transitions at it (and faded ones at their largest scale) its total "
-                "would overflow float64"
-            )
-        return priorities
+            self._set_priorities(leaves, self.sampler.stored(raised))
+        self.sampler.count_update(raised)
 
     def _checked_priority_updates(
-        self, indices: np.ndarray | th.Tensor, td_errors: np.ndarray | th.Tensor, stamps: np.ndarray | None
+        self, indices: np.ndarray | th.Tensor, priorities: np.ndarray | th.Tensor, stamps: np.ndarray | None
     ) -> tuple[np.ndarray, np.ndarray] | None:
         """
         ``update_priorities``'s checks: the leaves to update (those not overwritten since sampled) and their new
-        priorities ``(|td_error| + epsilon) ** alpha``, or ``None`` for an empty batch; bad input raises
+        priorities raised, ``(|priority| + epsilon) ** alpha``, or ``None`` for an empty batch; bad input raises
         ``ValueError`` (see ``update_priorities``).
         """
         # Few numpy calls on purpose: at batch 256 each costs about as much as its arithmetic.
         leaves = _as_flat_numpy(indices, "indices", INTEGER_KINDS)
-        errors = _as_flat_numpy(td_errors, "td_errors", REAL_KINDS)
-        if leaves.shape[0] != errors.shape[0]:
-            raise ValueError(f"td_errors has {errors.shape[0]} values but indices has {leaves.shape[0]}")
+        values = _as_flat_numpy(priorities, "priorities", REAL_KINDS)
+        if leaves.shape[0] != values.shape[0]:
+            raise ValueError(f"priorities has {values.shape[0]} values but indices has {leaves.shape[0]}")
         if stamps is not None:
             stamps = _as_flat_numpy(stamps, "stamps", INTEGER_KINDS)
             if stamps.shape[0] != leaves.shape[0]:
@@ -554,7 +432,7 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
         if leaves.size == 0:
             return None
         leaves = checked_stored_leaves(leaves, self.n_transitions)
-        priorities = self._priorities_of(errors, "td_errors")
+        raised = self.sampler.priorities_of(values, "priorities")
         if stamps is None:
             sampled_stamps = self._write_count_at_sample[leaves]
             fresh = (sampled_stamps == self._write_count[leaves]) | (sampled_stamps < 0)
@@ -563,8 +441,8 @@ class PrioritizedBufferMixin(ReplayTagsMixin):
         if self.optimize_memory_usage and self.full:
             fresh &= leaves // self.n_envs != self.pos  # the slot whose next observation is gone stays at zero
         if not fresh.all():
-            return leaves[fresh], priorities[fresh]
-        return leaves, priorities
+            return leaves[fresh], raised[fresh]
+        return leaves, raised
 
 
 class PrioritizedReplayBuffer(PrioritizedBufferMixin, ReplayBuffer):
@@ -591,12 +469,12 @@ class PrioritizedReplayBuffer(PrioritizedBufferMixin, ReplayBuffer):
       ``beta_anneal_steps`` calls to ``sample``, or, with ``beta_anneal_steps="auto"``, with the training
       progress that sb3_per's algorithms give ``set_beta_progress`` at each training call, so that beta
       reaches ``beta_end`` at the end of ``learn``.
-    - ``update_priorities(indices, td_errors, stamps)`` sets priority ``(|td_error| + epsilon) ** alpha``. An
-      update for a transition that ``add`` has overwritten since it was sampled is skipped: its error
-      belongs to data that is gone (ray #6534). Each leaf counts the times ``add`` wrote it, and the samples
-      carry that count (``stamps``); given back, they make the check exact. Without them, the count at the
-      slot's latest sample stands in, and an update from an older batch whose slot has been overwritten
-      *and sampled again* since is not recognised as stale.
+    - ``update_priorities(indices, priorities, stamps)`` sets priority ``(|priority| + epsilon) ** alpha``, from what
+      the replay scheme made of the step (PER: the absolute TD errors). An update for a transition that ``add`` has
+      overwritten since it was sampled is skipped: its error belongs to data that is gone (ray #6534). Each leaf
+      counts the times ``add`` wrote it, and the samples carry that count (``stamps``); given back, they make the
+      check exact. Without them, the count at the slot's latest sample stands in, and an update from an older batch
+      whose slot has been overwritten *and sampled again* since is not recognised as stale.
 
     An algorithm must call ``update_priorities`` after its gradient steps (``sb3_per.SAC`` does);
     with one that never does, every transition keeps its entry priority and the buffer warns.
@@ -615,7 +493,7 @@ class PrioritizedReplayBuffer(PrioritizedBufferMixin, ReplayBuffer):
     :param beta_end: Importance-sampling exponent reached after ``beta_anneal_steps`` calls
     :param beta_anneal_steps: Number of ``sample`` calls over which beta goes from start to end, or
         ``"auto"``: beta follows ``set_beta_progress`` (sampling before it is ever called raises ``ValueError``)
-    :param epsilon: Added to ``|td_error|`` so that no transition's priority is ever zero
+    :param epsilon: Added to ``|priority|`` so that no transition's priority is ever zero
     :param weight_normalization: ``"buffer"`` divides the weights by the largest weight any stored
         transition could get (from the smallest sampling probability, as in the paper); ``"batch"`` by the
         largest weight in the sampled batch
@@ -793,84 +671,3 @@ def _as_flat_numpy(values: np.ndarray | th.Tensor, name: str, kinds: str) -> np.
     if array.size and array.dtype.kind not in kinds:
         raise ValueError(f"{name} must be {KIND_NAMES[kinds]}, got dtype {array.dtype}")
     return array.reshape(-1)
-
-
-def check_per_parameters(
-    alpha: float,
-    beta_start: float,
-    beta_end: float,
-    beta_anneal_steps: int | str = 1,
-    epsilon: float = 1e-6,
-    weight_normalization: str = DEFAULT_WEIGHT_NORMALIZATION,
-) -> None:
-    """
-    Raise ``ValueError``, naming the parameter and its value, if a ``PrioritizedReplayBuffer``
-    parameter is out of range (see the class for their meaning).
-    """
-    checked_number("alpha", alpha, low=0.0)
-    checked_number("beta_start", beta_start, low=0.0, high=1.0)
-    checked_number("beta_end", beta_end, low=0.0, high=1.0)
-    if beta_anneal_steps != "auto" and not (
-        isinstance(beta_anneal_steps, Integral) and not isinstance(beta_anneal_steps, bool) and beta_anneal_steps > 0
-    ):
-        raise ValueError(f"beta_anneal_steps must be a positive integer or 'auto', got {beta_anneal_steps!r}")
-    checked_number("epsilon", epsilon, low=0.0, low_open=True)
-    if float(epsilon) ** float(alpha) == 0.0:
-        raise ValueError(
-            f"epsilon ** alpha underflows to 0 (epsilon={epsilon!r}, alpha={alpha!r}), so a transition could get "
-            "priority 0 and never be sampled again: raise epsilon or lower alpha"
-        )
-    if np.float32(float(epsilon) ** (float(alpha) * max(beta_start, beta_end))) == 0.0:
-        raise ValueError(
-            f"epsilon={epsilon!r} is so small that, beside a transition of TD error 0, every other importance "
-            f"weight (P_min / P_i) ** beta underflows to 0 in float32 (alpha={alpha!r}, beta up to "
-            f"{max(beta_start, beta_end)!r}): raise epsilon"
-        )
-    checked_choice("weight_normalization", weight_normalization, WEIGHT_NORMALIZATIONS)
-
-
-def faded_weights_floored(
-    weights: np.ndarray, probabilities: np.ndarray, smallest: float, largest: float, beta: float
-) -> np.ndarray:
-    """
-    A faded buffer's importance weights (``weight_normalization="buffer"``) with a floor: the weights are divided by
-    the largest weight a transition can have, the most faded one's, so deep fading shrinks every fresh sample's weight
-    until its gradients fall under Adam's epsilon and the critic stops learning. Where a transition of the largest
-    priority (``largest``, as stored) would get a weight below ``SMALLEST_FADED_WEIGHT_FACTOR``, the weights are
-    divided instead by the weight that leaves it exactly there, and clipped at 1 (the most faded transitions, which
-    get at most 1). Shallower fading leaves them as they are, bit for bit.
-
-    :param weights: ``(probabilities / smallest) ** -beta``
-    :param probabilities: the sampled leaves' stored priorities
-    :param smallest: the smallest stored priority
-    :param largest: the stored value of the largest priority a transition can have now
-    :param beta: the importance-sampling exponent
-    """
-    if beta <= 0.0 or (largest / smallest) ** -beta >= SMALLEST_FADED_WEIGHT_FACTOR:
-        return weights
-    floor = largest * SMALLEST_FADED_WEIGHT_FACTOR ** (1.0 / beta)
-    return np.minimum((probabilities / floor) ** -beta, 1.0)
-
-
-def check_fading_weights(alpha: float, epsilon: float, priority_half_life: float, buffer_size: int) -> None:
-    """
-    Raise ``ValueError`` where fading would make priorities underflow to exactly 0 (the importance weights of a faded
-    buffer have a floor instead: ``faded_weights_floored``).
-
-    - A stored priority fades by up to ``2 ** -(buffer_size / priority_half_life)`` before it is overwritten: from
-      ``epsilon ** alpha`` that must stay a normal float64, or the transition could never be sampled again (and the
-      tree's min, the smallest non-zero priority, would no longer be one).
-
-    :param alpha: the priority exponent
-    :param epsilon: the priority offset
-    :param priority_half_life: the fading half-life, in env steps
-    :param buffer_size: the buffer's capacity per env (the oldest transition's largest age)
-    """
-    doublings = fade_doublings(buffer_size, priority_half_life)
-    smallest_priority = epsilon**alpha
-    if smallest_priority * 2.0**-doublings < np.finfo(np.float64).tiny:
-        raise ValueError(
-            f"epsilon ** alpha = {smallest_priority!r} fades by up to 2 ** -{doublings:g} (buffer_size / "
-            f"priority_half_life) before it is overwritten, below float64's normal range, so a transition could end "
-            "at priority 0 and never be sampled again: raise epsilon or priority_half_life"
-        )

@@ -51,7 +51,7 @@ class DQNTrainingSteps(PrioritizedReplayMixin):
 
         losses = []
         for _ in range(gradient_steps):
-            for update in self._updates(scheme, batches, batch_size, False, self._sb3_critic_loss):
+            for update in self._updates(scheme, batches, batch_size, False, self.weighted_critic_loss):
                 loss, step = self._critic_step(update.critic_batch, update.critic_loss)
                 losses.append(loss.item())
                 self._write_back(scheme, batches, step)  # PER
@@ -96,7 +96,7 @@ class DQN(DQNTrainingSteps, stable_baselines3.DQN):
         training with any other
     """
 
-    def _sb3_critic_loss(
+    def weighted_critic_loss(
         self, current_q_values: Sequence[th.Tensor], target_q_values: th.Tensor, weights: th.Tensor | None
     ) -> th.Tensor:
         (q_values,) = current_q_values

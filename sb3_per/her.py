@@ -17,8 +17,9 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from stable_baselines3.her.goal_selection_strategy import KEY_TO_GOAL_STRATEGY, GoalSelectionStrategy
 from stable_baselines3.her.her_replay_buffer import HerReplayBuffer
 
-from sb3_per.buffers import DEFAULT_WEIGHT_NORMALIZATION, PrioritizedBufferMixin
+from sb3_per.buffers import PrioritizedBufferMixin
 from sb3_per.checks import checked_bool
+from sb3_per.priority_sampler import DEFAULT_WEIGHT_NORMALIZATION, buffer_state_with_sampler
 from sb3_per.samples import PrioritizedDictReplayBufferSamples
 
 # SB3's HerReplayBuffer raises this, word for word, when no episode has ended yet
@@ -163,6 +164,7 @@ class PrioritizedHerReplayBuffer(PrioritizedBufferMixin, HerReplayBuffer):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         """SB3's (without the env, which ``set_env`` gives back), then the prioritized buffer's (per-tag sums)."""
+        state = buffer_state_with_sampler(state)  # first, so that no field of an older layout is set
         HerReplayBuffer.__setstate__(self, state)
         PrioritizedBufferMixin.__setstate__(self, state)
 
@@ -217,7 +219,7 @@ class PrioritizedHerReplayBuffer(PrioritizedBufferMixin, HerReplayBuffer):
         last = (self.pos - 1) % self.buffer_size
         start = self.ep_start[last, env_index]
         leaves = self._env_leaves(env_index, start, start + self.ep_length[last, env_index])
-        self._set_priorities(leaves, self._stored(np.full(len(leaves), self.max_priority)))
+        self._set_priorities(leaves, self.sampler.stored(np.full(len(leaves), self.max_priority)))
 
     def _uniform_leaves(self, batch_size: int) -> np.ndarray:
         """SB3's draw: ``batch_size`` of the transitions of finished episodes, uniformly, with replacement."""

@@ -23,7 +23,7 @@ from sb3_per.buffers import PrioritizedBufferMixin
 from sb3_per.replay_tags import ReplayTagsMixin
 from sb3_per.schemes import PER, BatchSource, CriticStep, ReplayScheme, ReplayUpdate, TrainingCallRecord
 from sb3_per.schemes.base import CriticLoss, SchemeState, check_finite_critic_loss, restored_scheme_state
-from sb3_per.schemes.losses import weighted_critic_loss
+from sb3_per.schemes.losses import weighted_mse_loss
 from sb3_per.telemetry import ReplayTelemetry, call_telemetry, log_call_telemetry
 
 # The prioritized buffer's settings that change what training does without making it wrong: a loaded buffer that
@@ -151,7 +151,7 @@ class PrioritizedReplayMixin:
     algorithm writes it as its SB3 ``train``, one copy of SB3's arithmetic split into steps that take their batch
     as an argument (a critic step that returns a ``CriticStep``; an actor step), which it runs on each
     ``ReplayUpdate`` of ``_updates`` and follows each critic step with ``_write_back``. What is specific to an
-    algorithm is SB3's critic loss with a weight per sample: ``_sb3_critic_loss``.
+    algorithm is SB3's critic loss with a weight per sample: ``weighted_critic_loss``.
 
     With ``beta_anneal_steps="auto"``, beta follows the run's progress, ``1 - _current_progress_remaining``, and
     never goes back down: a ``learn(..., reset_num_timesteps=False)`` that continues a run, or a model given a
@@ -370,11 +370,11 @@ class PrioritizedReplayMixin:
 
     @staticmethod
     def _updates(
-        scheme: ReplayScheme, batches: BatchSource, batch_size: int, train_actor: bool, algorithm_loss: Any
+        scheme: ReplayScheme, batches: BatchSource, batch_size: int, train_actor: bool, weighted_critic_loss: Any
     ) -> Iterator[ReplayUpdate]:
         """The scheme's updates of one gradient step, the indices of separate actor batches kept for telemetry."""
         record = batches.record
-        for update in scheme.updates(batches, batch_size, train_actor, algorithm_loss):
+        for update in scheme.updates(batches, batch_size, train_actor, weighted_critic_loss):
             if record.tagged and scheme.separate_actor_batches and update.actor_batch is not None:
                 record.actor_indices.append(update.actor_batch.indices)
             yield update._replace(critic_loss=partial(_checked_critic_loss, update.critic_loss))
@@ -409,11 +409,11 @@ class PrioritizedReplayMixin:
                 record.weights.append(batch.weights)
         return td_errors
 
-    def _sb3_critic_loss(
+    def weighted_critic_loss(
         self, current_q_values: Sequence[th.Tensor], target_q_values: th.Tensor, weights: th.Tensor | None
     ) -> th.Tensor:
         """The SB3 algorithm's critic loss with each sample weighted (``None``: SB3's own); DQN's is the Huber loss."""
-        return weighted_critic_loss(current_q_values, target_q_values, weights, self.critic_loss_scale)
+        return weighted_mse_loss(current_q_values, target_q_values, weights, self.critic_loss_scale)
 
     def elementwise_critic_loss(self, q_values: Sequence[th.Tensor], targets: th.Tensor) -> th.Tensor:
         """Each critic's squared error per sample, shape (batch_size, n_critics) (DQN: its Huber loss)."""

@@ -79,7 +79,7 @@ class SACTrainingSteps(PrioritizedReplayMixin):
         actor_losses, critic_losses = [], []
 
         for gradient_step in range(gradient_steps):
-            for update in self._updates(scheme, batches, batch_size, True, self._sb3_critic_loss):
+            for update in self._updates(scheme, batches, batch_size, True, self.weighted_critic_loss):
                 # We need to sample because `log_std` may have changed between two gradient steps
                 if self.use_sde:
                     self.actor.reset_noise()

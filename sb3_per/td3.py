@@ -63,7 +63,7 @@ class TD3TrainingSteps(PrioritizedReplayMixin):
             self._n_updates += 1
             # Delayed policy updates
             delayed_update = self._n_updates % self.policy_delay == 0
-            for update in self._updates(scheme, batches, batch_size, delayed_update, self._sb3_critic_loss):
+            for update in self._updates(scheme, batches, batch_size, delayed_update, self.weighted_critic_loss):
                 critic_loss, step = self._critic_step(update.critic_batch, update.critic_loss)
                 critic_losses.append(critic_loss.item())
                 self._write_back(scheme, batches, step)  # PER

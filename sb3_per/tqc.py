@@ -56,7 +56,7 @@ class TQC(SACTrainingSteps, sb3_contrib.TQC):
 
     __init__ = constructor_with_replay_scheme(sb3_contrib.TQC)
 
-    def _sb3_critic_loss(
+    def weighted_critic_loss(
         self, current_q_values: Sequence[th.Tensor], target_q_values: th.Tensor, weights: th.Tensor | None
     ) -> th.Tensor:
         """sb3-contrib's quantile Huber loss with each sample weighted (here the "Q-values" are the quantiles)."""

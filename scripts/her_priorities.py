@@ -42,24 +42,25 @@ class KindPrioritizedHer(PrioritizedHerReplayBuffer):
     tags, no stamps for the relabelled kind.
     """
 
-    def _init_priorities(self) -> None:
-        super()._init_priorities()
+    def _init_bookkeeping(self) -> None:
+        super()._init_bookkeeping()
+        # made anew with the sampler's indices (at construction and reset); the relabelled kind is written in step
         self.relabelled_store = ProportionalIndex(self.buffer_size * self.n_envs)
 
-    def _write_leaves(self, leaves: np.ndarray, priorities: np.ndarray) -> np.ndarray:
-        self.relabelled_store.write(leaves, priorities)
-        return super()._write_leaves(leaves, priorities)
+    def _set_priorities(self, leaves: np.ndarray, stored: np.ndarray) -> None:
+        self.relabelled_store.write(leaves, stored)
+        super()._set_priorities(leaves, stored)
 
     def sample(self, batch_size: int, env: VecNormalize | None = None, inverse: bool = False) -> Any:
         self._check_batch_size(batch_size)
         beta = self.beta
         n_virtual = int(self.her_ratio * batch_size)
-        real, real_weights = self._drawn(self.store, batch_size - n_virtual, beta)
+        real, real_weights = self._drawn(self.sampler.store, batch_size - n_virtual, beta)
         virtual, virtual_weights = self._drawn(self.relabelled_store, n_virtual, beta)
         if self.weight_normalization == "batch":  # by the batch's largest weight, over both kinds
             largest = max(real_weights.max(initial=0.0), virtual_weights.max(initial=0.0))
             real_weights, virtual_weights = real_weights / largest, virtual_weights / largest
-        self.n_sample_calls += 1
+        self.sampler.beta_schedule.n_calls += 1
         real_batch = self._get_prioritized_samples(real, real_weights, self._write_count[real], env)
         virtual_data = self._get_virtual_samples(*np.divmod(virtual, self.n_envs), env)
         return real_batch._replace(
@@ -94,19 +95,20 @@ class KindPrioritizedHer(PrioritizedHerReplayBuffer):
             stamps=stamps,
         )
 
-    def update_priorities(self, indices: Any, td_errors: Any, stamps: Any = None) -> None:
+    def update_priorities(self, indices: Any, priorities: Any, stamps: Any = None) -> None:
         """Each kind's TD errors into its own tree (no stamps: nothing is added between a draw and its update)."""
         n_leaves = self.buffer_size * self.n_envs
         indices = np.asarray(indices)
-        errors = th.as_tensor(td_errors).detach().cpu().numpy().reshape(-1)
-        for store, kind in ((self.store, indices < n_leaves), (self.relabelled_store, indices >= n_leaves)):
+        errors = th.as_tensor(priorities).detach().cpu().numpy().reshape(-1)
+        sampler = self.sampler
+        for store, kind in ((sampler.store, indices < n_leaves), (self.relabelled_store, indices >= n_leaves)):
             leaves, kind_errors = indices[kind] % n_leaves, errors[kind]
             sampled = self.ep_length.reshape(-1)[leaves] > 0
             if sampled.any():
-                priorities = self._priorities_of(kind_errors[sampled], "td_errors")
-                store.write(leaves[sampled], priorities)
-                self.max_priority = max(self.max_priority, float(priorities.max()))
-        self.n_priority_updates += 1
+                raised = sampler.priorities_of(kind_errors[sampled], "priorities")
+                store.write(leaves[sampled], raised)
+                sampler.max_priority = max(sampler.max_priority, float(raised.max()))
+        sampler.n_priority_updates += 1
 
 
 VARIANTS: dict[str, tuple[type, dict[str, Any]]] = {

@@ -4,7 +4,7 @@ that the scheme and the algorithm pass between them (never kept on the model).
 
 One gradient step of an algorithm with a scheme::
 
-    for update in scheme.updates(batches, batch_size, train_actor, algorithm_loss):
+    for update in scheme.updates(batches, batch_size, train_actor, weighted_critic_loss):
         loss, step = algorithm.critic_step(update.critic_batch, update.critic_loss)   # -> CriticStep
         td_errors = scheme.td_errors(step)                                             # telemetry, priorities
         buffer.update_priorities(step.batch.indices, scheme.priorities(step, td_errors, algorithm), ...)
@@ -33,7 +33,7 @@ from sb3_per.schemes.losses import TD_ERROR_REDUCTIONS, absolute_td_errors
 CriticLoss = Callable[[Sequence[th.Tensor], th.Tensor], th.Tensor]
 
 
-class AlgorithmLoss(Protocol):
+class WeightedCriticLoss(Protocol):
     """The algorithm's own (SB3's) critic loss with each sample weighted (``weights=None``: SB3's loss itself)."""
 
     def __call__(
@@ -335,7 +335,7 @@ class ReplayScheme(ABC):
 
     @abstractmethod
     def updates(
-        self, batches: BatchSource, batch_size: int, train_actor: bool, algorithm_loss: AlgorithmLoss
+        self, batches: BatchSource, batch_size: int, train_actor: bool, weighted_critic_loss: WeightedCriticLoss
     ) -> Iterator[ReplayUpdate]:
         """
         The critic and actor steps of one gradient step. Batches are drawn as the steps ask for them, so each is
@@ -344,7 +344,7 @@ class ReplayScheme(ABC):
         :param batches: where to draw the batches
         :param batch_size: the gradient step's number of transitions
         :param train_actor: whether an actor step follows (TD3's delayed policy updates; False for DQN)
-        :param algorithm_loss: the algorithm's own critic loss, each sample weighted
+        :param weighted_critic_loss: the algorithm's own critic loss, each sample weighted
         """
 
     def make_state(self, algorithm: Any) -> SchemeState | None:
@@ -408,7 +408,7 @@ def check_prioritized_buffer(scheme: ReplayScheme, buffer: ReplayBuffer | None, 
             "PrioritizedReplayBuffer (PrioritizedDictReplayBuffer for Dict observations) with "
             "prioritization='proportional'"
         )
-    if not buffer.priorities_follow_td_errors:
+    if not buffer.priorities_follow_updates:
         raise ValueError(
             f"{scheme!r} sets its priorities from the TD errors, but the replay buffer is a "
             f"{type(buffer).__name__}, whose priorities never follow them: use PrioritizedReplayBuffer "

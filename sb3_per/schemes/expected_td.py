@@ -18,7 +18,6 @@ from torch.nn import functional as F
 
 from sb3_per.checks import checked_number, checked_positive_integer
 from sb3_per.schemes.base import (
-    AlgorithmLoss,
     BatchSource,
     Critics,
     CriticStep,
@@ -26,6 +25,7 @@ from sb3_per.schemes.base import (
     ReplayUpdate,
     SchemeState,
     TrainingCallRecord,
+    WeightedCriticLoss,
     check_prioritized_buffer,
     log_importance_sampling_statistics,
 )
@@ -181,10 +181,10 @@ class ExpectedTD(ReplayScheme):
         )
 
     def updates(
-        self, batches: BatchSource, batch_size: int, train_actor: bool, algorithm_loss: AlgorithmLoss
+        self, batches: BatchSource, batch_size: int, train_actor: bool, weighted_critic_loss: WeightedCriticLoss
     ) -> Iterator[ReplayUpdate]:
         batch = batches.sample(batch_size)
-        yield ReplayUpdate(batch, partial(algorithm_loss, weights=batch.weights), batch if train_actor else None)
+        yield ReplayUpdate(batch, partial(weighted_critic_loss, weights=batch.weights), batch if train_actor else None)
 
     def priorities(self, step: CriticStep, td_errors: th.Tensor, critics: Critics) -> th.Tensor:
         regressor: TDErrorRegressor = critics.replay_scheme_state

@@ -13,13 +13,13 @@ from stable_baselines3.common.buffers import ReplayBuffer
 
 from sb3_per.checks import checked_choice, checked_number
 from sb3_per.schemes.base import (
-    AlgorithmLoss,
     BatchSource,
     CriticLoss,
     Critics,
     CriticStep,
     ReplayScheme,
     ReplayUpdate,
+    WeightedCriticLoss,
     check_prioritized_buffer,
 )
 from sb3_per.schemes.lap import LAP_ALPHA
@@ -87,7 +87,7 @@ class LA3P(ReplayScheme):
         check_prioritized_buffer(self, buffer, inverse=True)
 
     def updates(
-        self, batches: BatchSource, batch_size: int, train_actor: bool, algorithm_loss: AlgorithmLoss
+        self, batches: BatchSource, batch_size: int, train_actor: bool, weighted_critic_loss: WeightedCriticLoss
     ) -> Iterator[ReplayUpdate]:
         n_prioritized = max(1, int(batch_size * self.fraction))
         n_uniform = batch_size - n_prioritized

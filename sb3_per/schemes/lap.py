@@ -12,12 +12,12 @@ from stable_baselines3.common.buffers import ReplayBuffer
 
 from sb3_per.checks import checked_bool, checked_number
 from sb3_per.schemes.base import (
-    AlgorithmLoss,
     BatchSource,
     Critics,
     CriticStep,
     ReplayScheme,
     ReplayUpdate,
+    WeightedCriticLoss,
     check_prioritized_buffer,
 )
 from sb3_per.schemes.losses import lap_loss
@@ -73,7 +73,7 @@ class LAP(ReplayScheme):
         check_prioritized_buffer(self, buffer)
 
     def updates(
-        self, batches: BatchSource, batch_size: int, train_actor: bool, algorithm_loss: AlgorithmLoss
+        self, batches: BatchSource, batch_size: int, train_actor: bool, weighted_critic_loss: WeightedCriticLoss
     ) -> Iterator[ReplayUpdate]:
         batch = batches.sample(batch_size)
         actor_batch = batch if train_actor else None

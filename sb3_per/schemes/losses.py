@@ -23,7 +23,7 @@ def weighted_mean(per_sample: th.Tensor, weights: th.Tensor | None) -> th.Tensor
     return (per_sample if weights is None else weights.view_as(per_sample) * per_sample).mean()
 
 
-def weighted_critic_loss(
+def weighted_mse_loss(
     current_q_values: Sequence[th.Tensor], target_q_values: th.Tensor, weights: th.Tensor | None, scale: float = 0.5
 ) -> th.Tensor:
     """

@@ -11,7 +11,7 @@ from stable_baselines3.common.buffers import ReplayBuffer
 
 from sb3_per.buffers import PrioritizedBufferMixin
 from sb3_per.checks import checked_number
-from sb3_per.schemes.base import AlgorithmLoss, BatchSource, ReplayScheme, ReplayUpdate
+from sb3_per.schemes.base import BatchSource, ReplayScheme, ReplayUpdate, WeightedCriticLoss
 from sb3_per.schemes.losses import pal_loss
 
 
@@ -54,7 +54,7 @@ class PAL(ReplayScheme):
             )
 
     def updates(
-        self, batches: BatchSource, batch_size: int, train_actor: bool, algorithm_loss: AlgorithmLoss
+        self, batches: BatchSource, batch_size: int, train_actor: bool, weighted_critic_loss: WeightedCriticLoss
     ) -> Iterator[ReplayUpdate]:
         batch = batches.sample(batch_size)
         loss = partial(pal_loss, alpha=self.alpha, reduction=self.td_error_reduction, min_priority=self.min_priority)

@@ -15,13 +15,13 @@ from sb3_per.buffers import PrioritizedBufferMixin
 from sb3_per.checks import checked_bool, checked_choice
 from sb3_per.schemes.base import (
     PRIORITY_LOGGER_KEYS,
-    AlgorithmLoss,
     BatchSource,
     Critics,
     CriticStep,
     ReplayScheme,
     ReplayUpdate,
     TrainingCallRecord,
+    WeightedCriticLoss,
     log_importance_sampling_statistics,
     online_critic_loss,
 )
@@ -82,14 +82,14 @@ class PER(ReplayScheme):
             )
 
     def updates(
-        self, batches: BatchSource, batch_size: int, train_actor: bool, algorithm_loss: AlgorithmLoss
+        self, batches: BatchSource, batch_size: int, train_actor: bool, weighted_critic_loss: WeightedCriticLoss
     ) -> Iterator[ReplayUpdate]:
         batch = batches.sample(batch_size)
         actor_batch = batch if train_actor else None
         if self.uniform_actor_batch and train_actor:
             actor_batch = batches.sample_uniform(batch_size)
         # A tagged uniform buffer's batches (the default scheme's telemetry) carry no weights: SB3's own loss.
-        yield ReplayUpdate(batch, partial(algorithm_loss, weights=getattr(batch, "weights", None)), actor_batch)
+        yield ReplayUpdate(batch, partial(weighted_critic_loss, weights=getattr(batch, "weights", None)), actor_batch)
 
     def priorities(self, step: CriticStep, td_errors: th.Tensor, critics: Critics) -> th.Tensor:
         if self.priority == "td_error":

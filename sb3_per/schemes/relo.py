@@ -12,13 +12,13 @@ from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.logger import Logger
 
 from sb3_per.schemes.base import (
-    AlgorithmLoss,
     BatchSource,
     Critics,
     CriticStep,
     ReplayScheme,
     ReplayUpdate,
     TrainingCallRecord,
+    WeightedCriticLoss,
     check_prioritized_buffer,
     log_importance_sampling_statistics,
     online_critic_loss,
@@ -82,10 +82,10 @@ class ReLo(ReplayScheme):
         check_prioritized_buffer(self, buffer)
 
     def updates(
-        self, batches: BatchSource, batch_size: int, train_actor: bool, algorithm_loss: AlgorithmLoss
+        self, batches: BatchSource, batch_size: int, train_actor: bool, weighted_critic_loss: WeightedCriticLoss
     ) -> Iterator[ReplayUpdate]:
         batch = batches.sample(batch_size)
-        loss = partial(algorithm_loss, weights=batch.weights)
+        loss = partial(weighted_critic_loss, weights=batch.weights)
         yield ReplayUpdate(batch, loss, batch if train_actor else None, batch.weights if train_actor else None)
 
     def priorities(self, step: CriticStep, td_errors: th.Tensor, critics: Critics) -> th.Tensor:

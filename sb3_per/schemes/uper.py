@@ -13,13 +13,13 @@ from stable_baselines3.common.logger import Logger
 
 from sb3_per.checks import checked_number
 from sb3_per.schemes.base import (
-    AlgorithmLoss,
     BatchSource,
     Critics,
     CriticStep,
     ReplayScheme,
     ReplayUpdate,
     TrainingCallRecord,
+    WeightedCriticLoss,
     check_prioritized_buffer,
     log_importance_sampling_statistics,
 )
@@ -104,10 +104,10 @@ class UPER(ReplayScheme):
         check_prioritized_buffer(self, buffer)
 
     def updates(
-        self, batches: BatchSource, batch_size: int, train_actor: bool, algorithm_loss: AlgorithmLoss
+        self, batches: BatchSource, batch_size: int, train_actor: bool, weighted_critic_loss: WeightedCriticLoss
     ) -> Iterator[ReplayUpdate]:
         batch = batches.sample(batch_size)
-        yield ReplayUpdate(batch, partial(algorithm_loss, weights=batch.weights), batch if train_actor else None)
+        yield ReplayUpdate(batch, partial(weighted_critic_loss, weights=batch.weights), batch if train_actor else None)
 
     def priorities(self, step: CriticStep, td_errors: th.Tensor, critics: Critics) -> th.Tensor:
         assert step.quantiles is not None, "UPER trains quantile critics only (check_algorithm)"

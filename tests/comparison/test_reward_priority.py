@@ -91,7 +91,7 @@ def test_td_error_updates_are_checked_and_counted_but_leave_the_priorities():
     buffer.update_priorities(batch.indices, np.full(8, 100.0), batch.stamps)
     assert buffer.n_priority_updates == 1
     np.testing.assert_allclose(buffer.priorities_at(np.arange(20)), expected_priorities(buffer, rewards))
-    with pytest.raises(ValueError, match="td_errors must be finite"):
+    with pytest.raises(ValueError, match="priorities must be finite"):
         buffer.update_priorities(batch.indices, np.full(8, np.nan), batch.stamps)
     assert buffer.n_priority_updates == 1
 

@@ -36,7 +36,7 @@ def test_a_batch_larger_than_the_buffer_samples_with_replacement_in_proportion(p
     buffer = filled(5, alpha=1.0, prioritization=prioritization)
     buffer.update_priorities(np.arange(5), np.array([1.0, 2.0, 3.0, 4.0, 10.0]))
     if prioritization == "rank":
-        buffer.rank_index.heap.sort()  # exact ranks (between re-sorts the heap order approximates them)
+        buffer.sampler.rank_index.heap.sort()  # exact ranks (between re-sorts the heap order approximates them)
     set_random_seed(0)
     counts = np.bincount(np.concatenate([buffer.sample(256).indices for _ in range(20)]), minlength=5)
     priorities = np.array([1.0, 2.0, 3.0, 4.0, 10.0]) + buffer.epsilon
@@ -66,7 +66,7 @@ def test_stock_sb3_sac_trains_with_a_buffer_smaller_than_its_batch():
 def test_non_finite_td_errors_are_refused_whatever_alpha(alpha, bad):
     buffer = filled(alpha=alpha)
     before = state(buffer)
-    with pytest.raises(ValueError, match="td_errors must be finite"):
+    with pytest.raises(ValueError, match="priorities must be finite"):
         buffer.update_priorities(np.array([0, 1]), np.array([1.0, bad]))
     assert_unchanged(buffer, before)
 
@@ -86,7 +86,7 @@ def test_priorities_whose_tree_sum_would_overflow_are_refused_with_the_tree_unch
         buffer.update_priorities(np.array([0, 1]), np.array([1.0, 1e306]))
     assert_unchanged(buffer, before)
     # the largest accepted priority keeps every later add and sample finite
-    top = buffer._largest_priority / 2
+    top = buffer.sampler.largest_priority / 2
     buffer.update_priorities(np.arange(1000), np.full(1000, top))
     for _ in range(200):
         buffer.add(*(np.zeros((1, 3), dtype=np.float32),) * 2, np.zeros((1, 1)), np.zeros(1), np.zeros(1), [{}])
@@ -94,22 +94,22 @@ def test_priorities_whose_tree_sum_would_overflow_are_refused_with_the_tree_unch
 
 
 @pytest.mark.parametrize(
-    ("indices", "td_errors", "name"),
+    ("indices", "priorities", "name"),
     [
-        (np.array([0, 1]), np.array(["a", "b"]), "td_errors"),
-        (np.array([0, 1]), np.array([1 + 1j, 2.0]), "td_errors"),
-        (np.array([0, 1]), th.tensor([1 + 1j, 2.0]), "td_errors"),
-        (np.array([0, 1]), np.array([True, False]), "td_errors"),
+        (np.array([0, 1]), np.array(["a", "b"]), "priorities"),
+        (np.array([0, 1]), np.array([1 + 1j, 2.0]), "priorities"),
+        (np.array([0, 1]), th.tensor([1 + 1j, 2.0]), "priorities"),
+        (np.array([0, 1]), np.array([True, False]), "priorities"),
         (np.array(["0", "1"]), np.array([1.0, 2.0]), "indices"),
         (np.array([0.0, 1.0]), np.array([1.0, 2.0]), "indices"),
         ([None, 1], np.array([1.0, 2.0]), "indices"),
     ],
 )
-def test_non_numeric_updates_raise_a_value_error_naming_the_argument(indices, td_errors, name):
+def test_non_numeric_updates_raise_a_value_error_naming_the_argument(indices, priorities, name):
     buffer = filled()
     before = state(buffer)
     with pytest.raises(ValueError, match=name):
-        buffer.update_priorities(indices, td_errors)
+        buffer.update_priorities(indices, priorities)
     assert_unchanged(buffer, before)
 
 

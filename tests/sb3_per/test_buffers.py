@@ -45,8 +45,8 @@ def leaf_priorities(buffer: PrioritizedReplayBuffer) -> np.ndarray:
 
 def rank_heap(buffer: PrioritizedReplayBuffer) -> RankHeap:
     """The heap a rank-based buffer samples from (its ``RankIndex``'s)."""
-    assert buffer.rank_index is not None
-    return buffer.rank_index.heap
+    assert buffer.sampler.rank_index is not None
+    return buffer.sampler.rank_index.heap
 
 
 # --- construction ---------------------------------------------------------------------------------

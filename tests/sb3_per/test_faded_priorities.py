@@ -11,9 +11,9 @@ from stable_baselines3.common.utils import set_random_seed
 
 import sb3_per
 from sb3_per import PrioritizedDictReplayBuffer, PrioritizedReplayBuffer, SumTree
-from sb3_per import buffers as buffers_module
-from sb3_per.buffers import SMALLEST_FADED_WEIGHT_FACTOR
+from sb3_per import priority_sampler as sampler_module
 from sb3_per.fading import FADE_RESCALE_DOUBLINGS
+from sb3_per.priority_sampler import SMALLEST_FADED_WEIGHT_FACTOR
 
 OBS_SPACE = spaces.Box(-np.inf, np.inf, (3,), np.float32)
 ACTION_SPACE = spaces.Box(-1.0, 1.0, (1,), np.float32)
@@ -93,11 +93,11 @@ def test_faded_sampling_matches_the_formula_before_and_after_a_rescale():
     buffer, reference = faded_pair(3 * 13, n_envs=3, half_life=4.0, alpha=0.7)
     rng = np.random.default_rng(0)
     train(buffer, reference, rng, 10)
-    assert buffer.fading.offset == 0 and buffer.full
+    assert buffer.sampler.fading.offset == 0 and buffer.full
     for rescaled in (False, True):
         if rescaled:  # past 64 half-lives of adds, the tree has been rescaled (several times)
             train(buffer, reference, rng, int(FADE_RESCALE_DOUBLINGS * 4 / 2))
-            assert buffer.fading.offset > FADE_RESCALE_DOUBLINGS
+            assert buffer.sampler.fading.offset > FADE_RESCALE_DOUBLINGS
         effective = reference.effective(39)
         np.testing.assert_allclose(buffer.priorities_at(np.arange(39)), effective, rtol=1e-12)
         assert buffer.mean_priority == pytest.approx(effective.mean(), rel=1e-12)
@@ -115,7 +115,7 @@ def test_faded_importance_weights_equal_a_hand_computation(normalization):
     buffer, reference = faded_pair(20, n_envs=1, half_life=3.0, beta_start=0.5, weight_normalization=normalization)
     rng = np.random.default_rng(1)
     train(buffer, reference, rng, 60)  # rescaled on the way
-    assert buffer.fading.offset > 0
+    assert buffer.sampler.fading.offset > 0
     beta = buffer.beta
     samples = buffer.sample(8)
     probabilities = reference.effective(20) / reference.effective(20).sum()
@@ -139,7 +139,7 @@ def test_tag_shares_and_the_inverse_tree_follow_the_faded_priorities_through_res
     tags = np.random.default_rng(3).integers(0, 3, 97)
     rng = np.random.default_rng(4)
     train(buffer, reference, rng, 80, tags)
-    assert buffer.fading.offset > 0
+    assert buffer.sampler.fading.offset > 0
     effective = buffer.priorities_at(np.arange(50))
     stored_tags = buffer.tags_at(np.arange(50))
     shares = buffer.tag_priority_shares()
@@ -147,8 +147,8 @@ def test_tag_shares_and_the_inverse_tree_follow_the_faded_priorities_through_res
         assert shares[tag] == pytest.approx(effective[stored_tags == tag].sum() / effective.sum(), rel=1e-9)
     rebuilt = SumTree(50)
     rebuilt.update(np.arange(50), 1.0 / buffer.tree[np.arange(50)])
-    np.testing.assert_allclose(buffer.inverse_index.tree[np.arange(50)], rebuilt[np.arange(50)], rtol=1e-15)
-    assert buffer.inverse_index.tree.total == pytest.approx(rebuilt.total, rel=1e-12)
+    np.testing.assert_allclose(buffer.sampler.inverse_index.tree[np.arange(50)], rebuilt[np.arange(50)], rtol=1e-15)
+    assert buffer.sampler.inverse_index.tree.total == pytest.approx(rebuilt.total, rel=1e-12)
 
 
 def test_pickling_keeps_the_fading_clock():
@@ -156,11 +156,14 @@ def test_pickling_keeps_the_fading_clock():
     rng = np.random.default_rng(5)
     train(buffer, reference, rng, 40)
     restored = pickle.loads(pickle.dumps(buffer))
-    assert (restored.fading.n_add_calls, restored.fading.offset) == (buffer.fading.n_add_calls, buffer.fading.offset)
+    assert (restored.sampler.fading.n_add_calls, restored.sampler.fading.offset) == (
+        buffer.sampler.fading.n_add_calls,
+        buffer.sampler.fading.offset,
+    )
     for copy in (buffer, restored):  # the same future on both
         add(copy, FadingReference(30, 1, 2.0, 0.6, 1e-6), 45)
     np.testing.assert_array_equal(restored.tree[np.arange(30)], buffer.tree[np.arange(30)])
-    assert restored.fading.offset == buffer.fading.offset
+    assert restored.sampler.fading.offset == buffer.sampler.fading.offset
 
 
 def test_without_a_half_life_the_tree_holds_exactly_the_written_priorities_and_weights_the_plain_formula():
@@ -237,7 +240,7 @@ def test_deep_fading_floors_the_weights_of_the_largest_priorities_at_the_smalles
 
 def test_shallow_fading_leaves_the_buffer_normalized_weights_as_they_were(monkeypatch):
     buffer = deeply_faded_buffer()
-    monkeypatch.setattr(buffers_module, "SMALLEST_FADED_WEIGHT_FACTOR", 1e-40)  # a floor below these weights
+    monkeypatch.setattr(sampler_module, "SMALLEST_FADED_WEIGHT_FACTOR", 1e-40)  # a floor below these weights
     set_random_seed(0)
     batch = buffer.sample(64)
     probabilities = buffer.priorities_at(batch.indices)
@@ -281,7 +284,7 @@ def test_the_critic_keeps_learning_however_deep_the_fading(monkeypatch):
     trains the critic about as much as no fading does; without the floor it does not train it at all."""
     unfaded = critic_change_over_100_steps(1e-3)
     assert critic_change_over_100_steps(50.0) > 0.3 * unfaded
-    monkeypatch.setattr(buffers_module, "SMALLEST_FADED_WEIGHT_FACTOR", 0.0)
+    monkeypatch.setattr(sampler_module, "SMALLEST_FADED_WEIGHT_FACTOR", 0.0)
     assert critic_change_over_100_steps(50.0) < 1e-3 * unfaded
 
 
@@ -303,7 +306,7 @@ def test_a_half_life_that_would_fade_the_smallest_priority_below_float64_is_refu
     buffer.update_priorities(np.array([0]), np.array([0.0]))  # the smallest priority there is, epsilon ** alpha
     for _ in range(999):  # it ages until it is the next to be overwritten
         buffer.add(obs, obs, np.zeros((1, 1)), np.zeros(1), np.zeros(1), [{}])
-    assert buffer.fading.offset > 0
+    assert buffer.sampler.fading.offset > 0
     expected = 2.0**-950 * 2.0 ** (-999 / half_life)
     assert expected > np.finfo(np.float64).tiny
     assert buffer.priorities_at(np.array([0]))[0] == pytest.approx(expected, rel=1e-9)
@@ -316,7 +319,7 @@ def test_a_rescale_before_the_buffer_is_full_keeps_tagged_sums_exact():
     buffer, reference = faded_pair(1000, n_envs=2, half_life=2.0, tag_key="regime", weight_normalization="batch")
     tags = np.random.default_rng(5).integers(0, 3, 89)
     train(buffer, reference, np.random.default_rng(6), 120, tags)
-    assert buffer.fading.offset > 0 and not buffer.full
+    assert buffer.sampler.fading.offset > 0 and not buffer.full
     n_stored = buffer.n_transitions
     effective = buffer.priorities_at(np.arange(n_stored))
     stored_tags = buffer.tags_at(np.arange(n_stored))

@@ -64,10 +64,10 @@ def test_inverse_tree_equals_a_rebuild_from_the_leaves_after_random_adds_and_upd
         buffer.update_priorities(samples.indices, rng.exponential(1.0, 16) * 10 ** rng.uniform(-3, 3, 16))
     assert buffer.full
     rebuilt = rebuilt_inverse_tree(buffer)
-    np.testing.assert_array_equal(buffer.inverse_index.tree._sums, rebuilt._sums)
-    np.testing.assert_array_equal(buffer.inverse_index.tree._mins, rebuilt._mins)
+    np.testing.assert_array_equal(buffer.sampler.inverse_index.tree._sums, rebuilt._sums)
+    np.testing.assert_array_equal(buffer.sampler.inverse_index.tree._mins, rebuilt._mins)
     invalid = buffer.pos * 2 + np.arange(2)  # the slot optimize_memory_usage must never sample
-    assert (buffer.inverse_index.tree[invalid] == 0).all()
+    assert (buffer.sampler.inverse_index.tree[invalid] == 0).all()
     assert not np.isin(invalid, np.concatenate([buffer.sample(64, inverse=True).indices for _ in range(50)])).any()
 
 
@@ -86,7 +86,7 @@ def test_pickling_keeps_the_inverse_tree():
     add_steps(buffer, 30)
     buffer.update_priorities(np.arange(30), np.random.default_rng(0).exponential(size=30))
     restored = pickle.loads(pickle.dumps(buffer))
-    np.testing.assert_array_equal(restored.inverse_index.tree._sums, buffer.inverse_index.tree._sums)
+    np.testing.assert_array_equal(restored.sampler.inverse_index.tree._sums, buffer.sampler.inverse_index.tree._sums)
     set_random_seed(2)
     expected = buffer.sample(16, inverse=True).indices
     set_random_seed(2)

@@ -152,7 +152,7 @@ def test_lap_trains_with_unweighted_huber_loss_and_priorities_never_below_one(
         raise AssertionError("LAP used the IS-weighted loss")
 
     monkeypatch.setattr(lap_scheme, "lap_loss", spy)
-    monkeypatch.setattr(model, "_sb3_critic_loss", no_is_weights)
+    monkeypatch.setattr(model, "weighted_critic_loss", no_is_weights)
     model.train(gradient_steps=5, batch_size=32)
     assert calls == [1 if algorithm is DQN else 2] * 5
     after = priorities(model.replay_buffer)

@@ -19,7 +19,7 @@ from torch.nn import functional as F
 import sb3_per.per_algorithm as per_algorithm
 import sb3_per.schemes.base as scheme_base
 from sb3_per import PER, SAC, PrioritizedReplayBuffer
-from sb3_per.schemes.losses import absolute_td_errors, weighted_critic_loss
+from sb3_per.schemes.losses import absolute_td_errors, weighted_mse_loss
 
 ENV_ID = "Pendulum-v1"
 SMALL_NET = {"net_arch": [32, 32]}
@@ -48,11 +48,11 @@ def test_weighted_critic_loss_matches_hand_computation():
     weights = th.tensor([[1.0], [0.5], [0.25]])
     # critic 1: w * (q - y)^2 = 1*1, 0.5*1, 0.25*4 -> mean 2.5/3; critic 2: 1*0.25, 0.5*4, 0.25*1 -> mean 2.5/3
     expected = 0.5 * (2.5 / 3 + 2.5 / 3)
-    loss = weighted_critic_loss((q1, q2), target, weights)
+    loss = weighted_mse_loss((q1, q2), target, weights)
     assert loss.shape == ()
     assert loss.item() == pytest.approx(expected, rel=1e-6)
     # weights of shape (batch,) mean the same, never an outer-product broadcast
-    assert weighted_critic_loss([q1, q2], target, weights.reshape(-1)).item() == pytest.approx(expected, rel=1e-6)
+    assert weighted_mse_loss([q1, q2], target, weights.reshape(-1)).item() == pytest.approx(expected, rel=1e-6)
     loss.backward()  # gradient d/dq_i = w * (q_i - y) / batch
     assert th.allclose(q1.grad, weights * (q1.detach() - target) / 3)
     assert th.allclose(q2.grad, weights * (q2.detach() - target) / 3)
@@ -63,7 +63,7 @@ def test_weighted_critic_loss_with_unit_weights_is_sb3_loss():
     qs = [th.randn(64, 1, generator=generator) for _ in range(2)]
     target = th.randn(64, 1, generator=generator)
     sb3_loss = 0.5 * sum(F.mse_loss(q, target) for q in qs)
-    assert th.allclose(weighted_critic_loss(qs, target, th.ones(64, 1)), sb3_loss)
+    assert th.allclose(weighted_mse_loss(qs, target, th.ones(64, 1)), sb3_loss)
 
 
 def test_absolute_td_errors_mean_and_max():
@@ -109,11 +109,11 @@ def test_train_weights_the_critic_loss_by_the_sampled_is_weights(monkeypatch, sa
 
     def spy_loss(current_q_values, target_q_values, weights, scale):
         assert scale == 0.5
-        loss = weighted_critic_loss(current_q_values, target_q_values, weights, scale)
+        loss = weighted_mse_loss(current_q_values, target_q_values, weights, scale)
         calls.append(([q.detach().clone() for q in current_q_values], target_q_values.clone(), weights, loss))
         return loss
 
-    monkeypatch.setattr(per_algorithm, "weighted_critic_loss", spy_loss)
+    monkeypatch.setattr(per_algorithm, "weighted_mse_loss", spy_loss)
     model.train(gradient_steps=1, batch_size=64)
 
     ((current_q_values, target_q_values, weights, loss),), (batch,) = calls, batches
@@ -167,7 +167,7 @@ def test_matches_stable_baselines3_sac_with_a_uniform_buffer(monkeypatch, n_step
     def must_not_run(*args, **kwargs):
         raise AssertionError("PER work done with a uniform buffer")
 
-    for module, name in [(per_algorithm, "weighted_critic_loss"), (scheme_base, "absolute_td_errors")]:
+    for module, name in [(per_algorithm, "weighted_mse_loss"), (scheme_base, "absolute_td_errors")]:
         monkeypatch.setattr(module, name, must_not_run)
     model = SAC("MlpPolicy", ENV_ID, **settings).learn(250)
 

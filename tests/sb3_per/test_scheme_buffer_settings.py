@@ -41,8 +41,8 @@ def test_the_buffer_gets_the_schemes_paper_settings(algorithm, scheme, expected)
 
 
 def test_la3p_turns_the_inverse_tree_on():
-    assert buffer_of(SAC, LA3P()).inverse_index is not None
-    assert buffer_of(SAC, LAP()).inverse_index is None
+    assert buffer_of(SAC, LA3P()).sampler.inverse_index is not None
+    assert buffer_of(SAC, LAP()).sampler.inverse_index is None
 
 
 def test_the_users_values_win_and_their_dict_is_left_as_it_was():

@@ -13,7 +13,7 @@ from torch.nn import functional as F
 import sb3_per.per_algorithm as per_module
 import sb3_per.schemes.base as scheme_base
 from sb3_per import DDPG, PER, TD3, PrioritizedReplayBuffer
-from sb3_per.schemes.losses import weighted_critic_loss
+from sb3_per.schemes.losses import weighted_mse_loss
 
 ENV_ID = "Pendulum-v1"
 ALGORITHMS = {"TD3": (TD3, stable_baselines3.TD3), "DDPG": (DDPG, stable_baselines3.DDPG)}
@@ -45,12 +45,12 @@ def test_td3_weighted_critic_loss_matches_hand_computation():
     target = th.tensor([[0.0], [1.0], [1.0]])
     weights = th.tensor([[1.0], [0.5], [0.25]])
     # critic 1: w * (q - y)^2 = 1*1, 0.5*1, 0.25*4 -> mean 2.5/3; critic 2: 1*0.25, 0.5*4, 0.25*1 -> mean 2.5/3
-    loss = weighted_critic_loss((q1, q2), target, weights, scale=1.0)
+    loss = weighted_mse_loss((q1, q2), target, weights, scale=1.0)
     assert loss.item() == pytest.approx(2.5 / 3 + 2.5 / 3, rel=1e-6)
     loss.backward()  # TD3 has no 0.5 factor: d/dq_i = 2 w (q_i - y) / batch
     assert th.allclose(q1.grad, 2 * weights * (q1.detach() - target) / 3)
     # one critic (DDPG): mean(w * (q - y)^2)
-    assert weighted_critic_loss([q1], target, weights.reshape(-1), scale=1.0).item() == pytest.approx(2.5 / 3)
+    assert weighted_mse_loss([q1], target, weights.reshape(-1), scale=1.0).item() == pytest.approx(2.5 / 3)
 
 
 @pytest.mark.parametrize("n_critics", [1, 2])
@@ -59,7 +59,7 @@ def test_td3_weighted_critic_loss_with_unit_weights_is_sb3_loss(n_critics):
     qs = [th.randn(64, 1, generator=generator) for _ in range(n_critics)]
     target = th.randn(64, 1, generator=generator)
     sb3_loss = sum(F.mse_loss(q, target) for q in qs)  # as in stable_baselines3.TD3.train
-    assert th.allclose(weighted_critic_loss(qs, target, th.ones(64, 1), scale=1.0), sb3_loss)
+    assert th.allclose(weighted_mse_loss(qs, target, th.ones(64, 1), scale=1.0), sb3_loss)
 
 
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
@@ -83,7 +83,7 @@ def test_matches_stable_baselines3_with_a_uniform_buffer(monkeypatch, algorithm)
     def must_not_run(*args, **kwargs):
         raise AssertionError("PER work done with a uniform buffer")
 
-    for module, name in [(per_module, "weighted_critic_loss"), (scheme_base, "absolute_td_errors")]:
+    for module, name in [(per_module, "weighted_mse_loss"), (scheme_base, "absolute_td_errors")]:
         monkeypatch.setattr(module, name, must_not_run)
     model = ours("MlpPolicy", ENV_ID, policy_kwargs=tiny_net(), **settings).learn(250)
 
@@ -118,12 +118,12 @@ def test_priorities_of_the_sampled_indices_follow_their_td_errors(
         return batches[-1]
 
     def spy_loss(current_q_values, target_q_values, weights, scale):
-        loss = weighted_critic_loss(current_q_values, target_q_values, weights, scale)
+        loss = weighted_mse_loss(current_q_values, target_q_values, weights, scale)
         losses.append(([q.detach().clone() for q in current_q_values], target_q_values.clone(), weights, loss))
         return loss
 
     monkeypatch.setattr(buffer, "sample", spy_sample)
-    monkeypatch.setattr(per_module, "weighted_critic_loss", spy_loss)
+    monkeypatch.setattr(per_module, "weighted_mse_loss", spy_loss)
     model.train(gradient_steps=1, batch_size=32)
 
     ((current_q_values, target_q_values, weights, loss),), (batch,) = losses, batches
