@@ -140,9 +140,11 @@ def constructor_with_replay_scheme(algorithm_class: type) -> Callable[..., None]
 
 class PrioritizedReplayMixin:
     """
-    Mixin for an SB3 off-policy algorithm (put it first among the bases: ``class TD3(PrioritizedReplayMixin,
-    stable_baselines3.TD3)``) that trains with a replay scheme (``sb3_per.schemes``): the scheme draws the batches of
-    each gradient step, gives the critic its loss, and turns the step's TD errors into the priorities written back.
+    Mixin for an SB3 off-policy algorithm that trains with a replay scheme (``sb3_per.schemes``): the scheme draws
+    the batches of each gradient step, gives the critic its loss, and turns the step's TD errors into the priorities
+    written back. Put it (or an algorithm's training steps, e.g. ``TD3TrainingSteps``) first among the bases, and take
+    ``replay_scheme`` with the constructor made for the SB3 class: ``class TD3(TD3TrainingSteps,
+    stable_baselines3.TD3): __init__ = constructor_with_replay_scheme(stable_baselines3.TD3)``.
 
     ``replay_scheme=None`` (default) means ``PER()`` with a prioritized buffer (or a tagged one, for its telemetry)
     and, with any other buffer, the SB3 algorithm's own ``train``, so results are SB3's, bit for bit.
