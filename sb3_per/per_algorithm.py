@@ -112,30 +112,37 @@ def buffer_kwargs_with_scheme_settings(
 def constructor_with_replay_scheme(algorithm_class: type) -> Callable[..., None]:
     """
     The constructor of ``sb3_per``'s subclass of ``algorithm_class`` (an SB3 or sb3-contrib algorithm): it checks and
-    keeps the keyword-only ``replay_scheme`` and passes every other argument on to ``algorithm_class``'s own, as
-    given, so that a new SB3 version's parameters reach SB3 with no change here. ``inspect.signature``, ``help`` and
-    the docs show ``algorithm_class``'s signature with ``replay_scheme`` added; type checkers read the same from
-    ``sb3_per/__init__.pyi`` (``tests/sb3_per/test_constructors.py`` checks that the two agree with the installed
-    SB3).
+    keeps the keyword-only ``replay_scheme`` and passes every other argument on, as given, to the next class in the
+    method resolution order after ``PrioritizedReplayMixin`` (``algorithm_class`` itself, or a class that a user's
+    subclass puts between them), so that a new SB3 version's parameters reach SB3 with no change here.
+    ``inspect.signature``, ``help`` and the docs show ``algorithm_class``'s signature with ``replay_scheme`` added
+    (before its ``**kwargs``, if it has them); type checkers read the same from ``sb3_per/__init__.pyi``
+    (``tests/sb3_per/test_constructors.py`` checks that the two agree with the installed SB3).
 
     :param algorithm_class: the SB3 algorithm that the class subclasses (``stable_baselines3.SAC``, ...)
     """
-    sb3_init: Callable[..., None] = algorithm_class.__init__  # type: ignore[misc]
 
     def __init__(
         self: PrioritizedReplayMixin, *args: Any, replay_scheme: ReplayScheme | None = None, **kwargs: Any
     ) -> None:
         self._init_replay_scheme(replay_scheme)
-        sb3_init(self, *args, **kwargs)
+        super(PrioritizedReplayMixin, self).__init__(*args, **kwargs)
 
-    sb3_signature = inspect.signature(sb3_init)
+    __init__.__signature__ = signature_with_replay_scheme(algorithm_class)  # type: ignore[attr-defined]
+    return __init__
+
+
+def signature_with_replay_scheme(algorithm_class: type) -> inspect.Signature:
+    """``algorithm_class``'s constructor signature with the keyword-only ``replay_scheme`` added after its other
+    parameters (and before its ``**kwargs``, if it has them)."""
+    sb3_signature = inspect.signature(algorithm_class.__init__)  # type: ignore[misc]
+    parameters = list(sb3_signature.parameters.values())
+    keywords = [p for p in parameters if p.kind is inspect.Parameter.VAR_KEYWORD]
     scheme_parameter = inspect.Parameter(
         "replay_scheme", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=ReplayScheme | None
     )
-    __init__.__signature__ = sb3_signature.replace(  # type: ignore[attr-defined]
-        parameters=[*sb3_signature.parameters.values(), scheme_parameter]
-    )
-    return __init__
+    named = [p for p in parameters if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    return sb3_signature.replace(parameters=[*named, scheme_parameter, *keywords])
 
 
 class PrioritizedReplayMixin:

@@ -11,7 +11,8 @@ import sb3_contrib
 import stable_baselines3
 
 import sb3_per
-from sb3_per.per_algorithm import PrioritizedReplayMixin
+from sb3_per.per_algorithm import PrioritizedReplayMixin, constructor_with_replay_scheme
+from sb3_per.sac import SACTrainingSteps
 
 STUB = Path(sb3_per.__file__).with_name("__init__.pyi")
 SB3_CLASSES = {
@@ -109,3 +110,45 @@ def test_every_argument_reaches_sb3_as_given_by_position_or_by_keyword(name):
 def test_replay_scheme_is_checked_before_sb3_builds_anything():
     with pytest.raises(ValueError, match=r"replay_scheme must be a replay scheme.*'PER'"):
         sb3_per.SAC("MlpPolicy", "no-such-env-is-ever-made", replay_scheme="PER")
+
+
+class _AnotherSAC(stable_baselines3.SAC):
+    """A user's SAC subclass with a constructor of its own."""
+
+    def __init__(self, *args, my_option: int = 1, **kwargs):
+        self.my_option = my_option
+        super().__init__(*args, **kwargs)
+
+
+def test_a_users_class_between_sb3_per_and_sb3_is_constructed_too():
+    class Both(sb3_per.SAC, _AnotherSAC):
+        pass
+
+    model = Both(
+        "MlpPolicy",
+        "Pendulum-v1",
+        buffer_size=100,
+        my_option=2,
+        replay_buffer_class=sb3_per.PrioritizedReplayBuffer,
+        replay_scheme=sb3_per.PER(),
+    )
+    assert model.my_option == 2
+    assert model.replay_scheme == sb3_per.PER()
+
+
+def test_a_base_with_keyword_arguments_takes_replay_scheme_before_them():
+    class MySAC(SACTrainingSteps, _AnotherSAC):
+        __init__ = constructor_with_replay_scheme(_AnotherSAC)
+
+    parameters = list(inspect.signature(MySAC).parameters)
+    assert parameters[-3:] == ["my_option", "replay_scheme", "kwargs"]
+    model = MySAC(
+        "MlpPolicy",
+        "Pendulum-v1",
+        buffer_size=100,
+        my_option=3,
+        replay_buffer_class=sb3_per.PrioritizedReplayBuffer,
+        replay_scheme=sb3_per.PER(),
+    )
+    assert model.my_option == 3
+    assert model.replay_scheme == sb3_per.PER()
