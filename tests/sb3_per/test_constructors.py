@@ -120,18 +120,23 @@ class _AnotherSAC(stable_baselines3.SAC):
         super().__init__(*args, **kwargs)
 
 
+def built_with_my_option(algorithm: type, my_option: int):
+    """A small prioritized model of ``algorithm`` on Pendulum, given ``my_option`` and ``PER()``."""
+    return algorithm(
+        "MlpPolicy",
+        "Pendulum-v1",
+        buffer_size=100,
+        my_option=my_option,
+        replay_buffer_class=sb3_per.PrioritizedReplayBuffer,
+        replay_scheme=sb3_per.PER(),
+    )
+
+
 def test_a_users_class_between_sb3_per_and_sb3_is_constructed_too():
     class Both(sb3_per.SAC, _AnotherSAC):
         pass
 
-    model = Both(
-        "MlpPolicy",
-        "Pendulum-v1",
-        buffer_size=100,
-        my_option=2,
-        replay_buffer_class=sb3_per.PrioritizedReplayBuffer,
-        replay_scheme=sb3_per.PER(),
-    )
+    model = built_with_my_option(Both, 2)
     assert model.my_option == 2
     assert model.replay_scheme == sb3_per.PER()
 
@@ -142,13 +147,6 @@ def test_a_base_with_keyword_arguments_takes_replay_scheme_before_them():
 
     parameters = list(inspect.signature(MySAC).parameters)
     assert parameters[-3:] == ["my_option", "replay_scheme", "kwargs"]
-    model = MySAC(
-        "MlpPolicy",
-        "Pendulum-v1",
-        buffer_size=100,
-        my_option=3,
-        replay_buffer_class=sb3_per.PrioritizedReplayBuffer,
-        replay_scheme=sb3_per.PER(),
-    )
+    model = built_with_my_option(MySAC, 3)
     assert model.my_option == 3
     assert model.replay_scheme == sb3_per.PER()
