@@ -426,7 +426,8 @@ def compare_main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     # A mistyped command fails here, before the imports below
     light_parser = compare_parser(described=False)
     _check_no_value_twice(light_parser, light_parser.parse_args(argv))
-    from comparison.runner import PRESETS, RunsInterrupted, is_finished, plan_runs, run_comparison, stop_on_signals
+    from comparison.processes import RunsInterrupted, stop_on_signals
+    from comparison.runner import PRESETS, is_finished, plan_runs, run_comparison
 
     parser = compare_parser()
     args = parser.parse_args(argv)

@@ -2,8 +2,9 @@
 The comparison: seeds x replay variants of ``experiment.train_run`` in parallel, resumable, then
 baselines and the report.
 
-Two backends run the runs, with the same numbers: ``local`` (worker processes on this machine) and
-``ray`` (one Ray task per run, on a local Ray or an existing cluster; Ray is imported only then).
+Two backends run the runs, with the same numbers: ``local`` (worker processes on this machine: the pool of
+``comparison.processes`` that every study's ``--workers`` uses) and ``ray`` (one Ray task per run, on a local Ray or an
+existing cluster; Ray is imported only then).
 
 Output directory layout: see ``comparison.schema``. A run keeps only its small files (no model, no
 TensorBoard events), so a comparison's directory can be committed (the full preset writes into
@@ -12,23 +13,16 @@ TensorBoard events), so a comparison's directory can be committed (the full pres
 
 from __future__ import annotations
 
-import ctypes
 import os
 import re
 import shutil
-import signal
 import sys
 import tempfile
-import time
 import traceback
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field, replace
-from multiprocessing import get_context
-from multiprocessing.connection import Connection, wait
-from multiprocessing.process import BaseProcess
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -36,6 +30,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from comparison.experiment import RunConfig, baseline_rows, configure_torch_threads, train_run, write_csv_atomically
+from comparison.processes import Record, train_in_processes
 from comparison.report import write_report
 from comparison.schema import (
     BASELINES_FILE,
@@ -52,10 +47,6 @@ from comparison.tables import read_table, validate_evaluations, validate_telemet
 BACKENDS = ("local", "ray")
 #: ``unfinished_reason`` of a run that has no folder yet.
 NOT_STARTED = "not started"
-# Seconds a terminated run process has to exit before it is killed.
-_GRACE_SECONDS = 5.0
-# prctl's option: the signal a process receives when its parent ends (linux/prctl.h).
-_PR_SET_PDEATHSIG = 1
 
 
 @dataclass(frozen=True)
@@ -253,150 +244,6 @@ def check_backend(backend: str, ray_address: str | None = None) -> None:
         raise ValueError(f"a Ray address ({ray_address!r}) is only used by the ray backend, not by {backend!r}")
 
 
-# Called once per run as it ends: its config and None, or its config and its error text.
-_Record = Callable[[RunConfig, str | None], None]
-# Called as a run goes: its config and the env steps it took since the previous call.
-_Advance = Callable[[RunConfig, int], None]
-
-
-def _train_in_child(config: RunConfig, directory: Path, messages: Connection, parent: int) -> None:
-    """
-    A run in its own process, which ends with its parent (``_end_with_parent``); sends the parent the env steps it
-    takes as it goes (ints), then its outcome (None when it finished, else its error text), and ends. It starts
-    with SIGINT blocked (see ``_start_child``) and keeps it so: Ctrl-C in a terminal reaches every process of the
-    group, and the parent alone decides, ending its children with SIGTERM.
-    """
-    _end_with_parent(parent)
-    # Ignored too, not only blocked: a library may unblock it in a thread it starts (then the run's exit, still
-    # in its clean-up, would print a KeyboardInterrupt).
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    configure_torch_threads(1)
-    try:
-        train_run(config, directory, on_steps=messages.send)
-        messages.send(None)
-    except Exception:
-        messages.send(traceback.format_exc())
-
-
-def _end_with_parent(parent: int) -> None:
-    """
-    Have the kernel kill this process when its parent, process ``parent``, ends, SIGKILL included (Linux's
-    ``PR_SET_PDEATHSIG``; elsewhere a parent that is killed outright leaves its runs going); end it at once if the
-    parent is gone already. A run whose parent is gone would train on into a folder that a rerun is rebuilding.
-    """
-    if sys.platform.startswith("linux"):
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL) != 0:
-            raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
-    if os.getppid() != parent:  # it ended before the call above: the signal will not come
-        os._exit(1)
-
-
-class RunsInterrupted(BaseException):
-    """
-    A comparison stopped by a signal (like ``KeyboardInterrupt``, not an ``Exception``, so that no handler of a
-    run's failure catches it).
-
-    :param signum: the signal, e.g. ``signal.SIGINT`` or ``signal.SIGTERM``
-    """
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-@contextmanager
-def stop_on_signals() -> Iterator[None]:
-    """
-    Within the block, the first SIGINT (Ctrl-C) or SIGTERM raises ``RunsInterrupted`` in the main thread (which
-    ends the running runs: see ``_run_in_processes``), and later ones are ignored while that unwinds, so a second
-    Ctrl-C cannot cut the clean-up short. The previous handlers are restored after the block.
-    """
-    stopping = (signal.SIGINT, signal.SIGTERM)
-
-    def interrupt(signum: int, frame: FrameType | None) -> None:
-        for other in stopping:
-            signal.signal(other, signal.SIG_IGN)
-        raise RunsInterrupted(signum)
-
-    previous = {signum: signal.signal(signum, interrupt) for signum in stopping}
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-
-
-def _end_processes(processes: Iterable[BaseProcess]) -> None:
-    """Terminate the processes and wait for them (killing any that outlive the grace period)."""
-    processes = list(processes)
-    for process in processes:
-        process.terminate()
-    deadline = time.monotonic() + _GRACE_SECONDS
-    for process in processes:
-        process.join(max(0.0, deadline - time.monotonic()))
-        if process.is_alive():
-            process.kill()
-            process.join()
-
-
-def _start_child(process: BaseProcess) -> None:
-    """
-    Start ``process`` with SIGINT blocked, a mask it inherits from the very start (a Ctrl-C while it imports would
-    otherwise print its traceback); a SIGINT arriving here meanwhile is delivered to this process right after.
-    """
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        process.start()
-    finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-
-
-def _run_in_processes(
-    pending: Sequence[RunConfig], out_dir: Path, workers: int, record: _Record, advance: _Advance
-) -> None:
-    """
-    Each run in a fresh process, ``workers`` at a time. On any exception here (Ctrl-C, SIGTERM turned into one
-    by the command line) the running children are terminated at once, so no run goes on or starts after it;
-    a child ended mid-run leaves no ``evaluations.csv``, so it is redone next time.
-    """
-    context = get_context("spawn")
-    queue = list(pending)
-    running: dict[BaseProcess, tuple[RunConfig, Connection]] = {}
-    try:
-        while queue or running:
-            while queue and len(running) < workers:
-                config = queue.pop(0)
-                receiver, sender = context.Pipe(duplex=False)
-                process: BaseProcess = context.Process(
-                    target=_train_in_child, args=(config, run_dir(out_dir, config), sender, os.getpid())
-                )
-                _start_child(process)
-                sender.close()  # the child holds the sending end: EOF here once it is gone
-                running[process] = (config, receiver)
-            # Ready when a child has sent its steps or outcome, or has died without (end of file): never blocks a
-            # child on a full pipe, as waiting for its exit first would with a long traceback.
-            for ready in wait([receiver for _, receiver in running.values()]):
-                process = next(p for p, (_, receiver) in running.items() if receiver is ready)
-                config, receiver = running[process]
-                try:
-                    message = receiver.recv()
-                except EOFError:
-                    message = None
-                else:
-                    if isinstance(message, int):
-                        advance(config, message)
-                        continue
-                del running[process]
-                process.join()
-                receiver.close()
-                if message is None and process.exitcode != 0:
-                    message = f"the run's process ended with exit code {process.exitcode} before it finished"
-                record(config, message)
-    finally:
-        _end_processes(running)
-
-
 def _train_and_pack(config: RunConfig) -> dict[str, bytes]:
     """
     A Ray task: train ``config``'s run in a temporary directory of whichever machine runs it, and return
@@ -434,7 +281,7 @@ def _unpack_run(files: dict[str, bytes], directory: Path) -> None:
 _ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
 
 
-def _run_on_ray(pending: Sequence[RunConfig], out_dir: Path, ray_address: str | None, record: _Record) -> None:
+def _run_on_ray(pending: Sequence[RunConfig], out_dir: Path, ray_address: str | None, record: Record) -> None:
     try:
         import ray
     except ImportError as missing:
@@ -535,7 +382,9 @@ def run_pending(
         if backend == "ray":
             _run_on_ray(pending, out_dir, ray_address, record)
         else:
-            _run_in_processes(pending, out_dir, workers, record, advance)
+            train_in_processes(
+                train_run, [(config, run_dir(out_dir, config)) for config in pending], workers, record, advance
+            )
     finally:
         bar.close()
     return failures

@@ -22,9 +22,12 @@ import dataclasses
 import json
 import shlex
 import shutil
+import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field, fields
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar
 
@@ -39,7 +42,7 @@ CONFIG_FILE = "config.json"
 RESULTS_DIR = Path("docs/results")
 ACTIONS = ("run", "report", "pending")
 #: The command line's own options (``args`` attributes); any other attribute is one of the study's options.
-COMMON_OPTIONS = frozenset({"action", "seeds", "first_seed", "max_runs", "shard", "out"})
+COMMON_OPTIONS = frozenset({"action", "seeds", "first_seed", "max_runs", "workers", "shard", "out"})
 
 
 class StudyConfig(Protocol):
@@ -350,10 +353,12 @@ class StudyProgress:
 
     :param trained: the runs it trained, by name
     :param pending: the runs of the plan still unfinished after it, by name
+    :param failed: the error text of each run that failed in a process of its own (``workers > 1``), by name
     """
 
     trained: list[str] = field(default_factory=list)
     pending: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
 
 
 def run_study(
@@ -361,36 +366,66 @@ def run_study(
     configs: Sequence[ConfigT],
     out_dir: Path,
     max_runs: int | None = None,
+    workers: int = 1,
     announce: Callable[[str], None] = print,
 ) -> StudyProgress:
     """
-    Train the unfinished runs of ``configs`` in plan order, one at a time in this process with one torch thread
-    (parallel processes each take a shard of the plan, ``shard_plan``).
+    Train the unfinished runs of ``configs`` in plan order, each with one torch thread: one at a time in this process
+    (``workers`` 1, where a failure raises), or each in a fresh process of its own, ``workers`` at a time
+    (``comparison.processes``, where a failure is recorded and the other runs go on). Parallel processes may also each
+    take a shard of the plan (``shard_plan``).
 
-    :param study: the study
+    :param study: the study (with ``workers > 1`` it must pickle, as a plain class's instance does)
     :param configs: the plan
     :param out_dir: the study's folder
     :param max_runs: train at most this many runs, then stop (None: all)
+    :param workers: how many runs train at once
     :param announce: called with a line as each run starts and ends
-    :return: the runs trained and those still pending
-    :raises ValueError: ``max_runs`` is not a positive integer, a run appears twice in the plan, or a run's folder
-        holds another config
+    :return: the runs trained, those that failed and those still pending
+    :raises ValueError: ``max_runs`` is not a positive integer or None, ``workers`` not a positive integer, a run
+        appears twice in the plan, or a run's folder holds another config
     """
     if max_runs is not None and (isinstance(max_runs, bool) or int(max_runs) != max_runs or max_runs < 1):
         raise ValueError(f"max_runs must be a positive integer or None, got {max_runs!r}")
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be a positive integer, got {workers!r}")
     check_runs_once(configs)
-    from comparison.experiment import configure_torch_threads  # not at load: it brings torch
-
-    configure_torch_threads(1)
+    to_train = pending(study, configs, out_dir)[:max_runs]
     progress = StudyProgress()
-    for config in pending(study, configs, out_dir)[:max_runs]:
-        announce(f"run {config.run_name}: training")
-        started = time.monotonic()
-        study.train(config, run_dir(out_dir, config))
-        announce(f"run {config.run_name}: done in {time.monotonic() - started:.0f} s")
-        progress.trained.append(config.run_name)
+    if workers == 1:
+        from comparison.experiment import configure_torch_threads  # not at load: it brings torch
+
+        configure_torch_threads(1)
+        for config in to_train:
+            announce(f"run {config.run_name}: training")
+            started = time.monotonic()
+            study.train(config, run_dir(out_dir, config))
+            announce(f"run {config.run_name}: done in {time.monotonic() - started:.0f} s")
+            progress.trained.append(config.run_name)
+    else:
+        from comparison.processes import train_in_processes
+
+        def record(config: ConfigT, error: str | None) -> None:
+            if error is None:
+                announce(f"run {config.run_name}: done")
+                progress.trained.append(config.run_name)
+            else:
+                announce(f"run {config.run_name} failed:\n{error}")
+                progress.failed[config.run_name] = error
+
+        for config in to_train[:workers]:
+            announce(f"run {config.run_name}: training")
+        runs = [(config, run_dir(out_dir, config)) for config in to_train]
+        train_in_processes(partial(train_study_run, study), runs, workers, record, advance=lambda config, steps: None)
     progress.pending = [config.run_name for config in pending(study, configs, out_dir)]
     return progress
+
+
+def train_study_run(
+    study: Study[ConfigT], config: ConfigT, directory: Path, on_steps: Callable[[int], None] | None = None
+) -> None:
+    """``study.train(config, directory)`` in a run's own process (``comparison.processes``; ``on_steps`` unused)."""
+    study.train(config, directory)
 
 
 def positive_integer(text: str) -> int:
@@ -426,6 +461,12 @@ def study_parser(study: Study[Any]) -> argparse.ArgumentParser:
     parser.add_argument("--seeds", type=positive_integer, default=5, help="how many seeds: FIRST .. FIRST + N - 1")
     parser.add_argument("--first-seed", type=natural_number, default=0, help="the first seed (default 0)")
     parser.add_argument("--max-runs", type=positive_integer, default=None, help="train at most this many runs")
+    parser.add_argument(
+        "--workers",
+        type=positive_integer,
+        default=1,
+        help="runs that train at once, each in a process of its own (default 1: one at a time, in this process)",
+    )
     parser.add_argument(
         "--shard",
         nargs=2,
@@ -472,7 +513,8 @@ def study_main(study: Study[Any], argv: Sequence[str] | None = None) -> int:
     time) and writes the report; ``report`` only writes it; ``pending`` prints how many runs are unfinished.
     ``--shard INDEX COUNT`` gives ``run`` and ``pending`` every COUNT-th run of the plan from its INDEX-th (0-based),
     so that COUNT processes, one per core, given the same plan (every other argument the same) share it without
-    training a run twice; the report always covers the whole plan. Bad values are argparse errors (exit status 2)
+    training a run twice; ``--workers N`` has one command train N runs at once, each in a process of its own (a run
+    that fails is reported, the others go on, and the exit status is 1); the report always covers the whole plan. Bad values are argparse errors (exit status 2)
     that name the option and the value, before anything is read or trained.
 
     :param study: the study
@@ -494,8 +536,20 @@ def study_main(study: Study[Any], argv: Sequence[str] | None = None) -> int:
     if args.action == "pending":
         print(len(pending(study, shard, args.out)))
         return 0
+    status = 0
     if args.action == "run":
-        progress = run_study(study, shard, args.out, max_runs=args.max_runs)
+        from comparison.processes import RunsInterrupted, stop_on_signals
+
+        try:
+            # With runs in processes of their own, a signal ends them; one run in this process ends with it as ever.
+            with stop_on_signals() if args.workers > 1 else nullcontext():
+                progress = run_study(study, shard, args.out, max_runs=args.max_runs, workers=args.workers)
+        except RunsInterrupted as stop:
+            print(f"{study.name}: interrupted; rerun the same command to resume", file=sys.stderr)
+            return 128 + stop.signum
         print(f"trained {len(progress.trained)} run(s); {len(progress.pending)} pending", flush=True)
+        for name in progress.failed:
+            print(f"run {name} FAILED (its error is above)", flush=True)
+        status = 1 if progress.failed else 0
     print(f"report: {study.report(configs, args.out, run_command(study, args))}")
-    return 0
+    return status

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -218,6 +219,7 @@ def test_the_quoted_command_plans_the_same_runs(tmp_path: Path):
         (["run", "--seeds", "two"], ["--seeds", "'two'"]),
         (["run", "--first-seed", "-1"], ["--first-seed", "'-1'"]),
         (["run", "--max-runs", "0"], ["--max-runs", "'0'"]),
+        (["run", "--workers", "0"], ["--workers", "'0'"]),
         (["run", "--shard", "2", "2"], ["--shard", "index=2, count=2"]),
         (["pending", "--shard", "0", "0"], ["--shard", "index=0, count=0"]),
         (["run", "--rows", "0"], ["--rows", "'0'"]),
@@ -237,3 +239,42 @@ def test_bad_values_are_argparse_errors_naming_option_and_value(
     for text in named:
         assert text in error
     assert study.trained == [] and not out.exists()
+
+
+class PidStudy(FakeStudy):
+    """The fake study, whose runs also write the id of the process that trained them; the run of seed 13 fails."""
+
+    def train(self, config: FakeConfig, run_dir: Path) -> None:
+        if config.seed == 13:
+            raise RuntimeError("seed 13 cannot train")
+        super().train(config, run_dir)
+        (run_dir / "pid").write_text(str(os.getpid()))
+
+
+def test_workers_train_each_run_in_a_fresh_process_the_same_files_and_a_failure_is_reported(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    study = PidStudy()
+    pool = tmp_path / "pool"
+    argv = ["run", "--seeds", "3", "--first-seed", "12", "--variants", "a", "--workers", "2", "--out", str(pool)]
+    assert study_main(study, argv) == 1
+    out = capsys.readouterr().out
+    assert "run a_s13 failed:" in out and "RuntimeError: seed 13 cannot train" in out
+    assert "trained 2 run(s); 1 pending" in out and "run a_s13 FAILED" in out
+    assert study.trained == []  # trained in other processes
+    assert study.commands == [
+        f"python scripts/fake_study.py run --seeds 3 --first-seed 12 --out {pool} --variants a --rows 3"
+    ]
+    plan = study.plan([12, 13, 14], variants=["a"])
+    assert pending(study, plan, pool) == [plan[1]]
+    done = [plan[0], plan[2]]
+    pids = {int((run_dir(pool, config) / "pid").read_text()) for config in done}
+    assert len(pids) == 2 and os.getpid() not in pids
+    run_study(study, done, tmp_path / "here", announce=lambda line: None)
+    for config in done:
+        for name in (CONFIG_FILE, RESULT_FILE):
+            assert (run_dir(pool, config) / name).read_bytes() == (
+                run_dir(tmp_path / "here", config) / name
+            ).read_bytes()
+    with pytest.raises(ValueError, match="workers must be a positive integer, got 0"):
+        run_study(study, plan, pool, workers=0)
