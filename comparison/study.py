@@ -514,8 +514,8 @@ def study_main(study: Study[Any], argv: Sequence[str] | None = None) -> int:
     ``--shard INDEX COUNT`` gives ``run`` and ``pending`` every COUNT-th run of the plan from its INDEX-th (0-based),
     so that COUNT processes, one per core, given the same plan (every other argument the same) share it without
     training a run twice; ``--workers N`` has one command train N runs at once, each in a process of its own (a run
-    that fails is reported, the others go on, and the exit status is 1); the report always covers the whole plan. Bad values are argparse errors (exit status 2)
-    that name the option and the value, before anything is read or trained.
+    that fails is reported, the others go on, and the exit status is 1); the report always covers the whole plan. Bad
+    values are argparse errors (exit status 2) that name the option and the value, before anything is read or trained.
 
     :param study: the study
     :param argv: arguments (``sys.argv[1:]`` when None)
