@@ -14,7 +14,6 @@ import importlib.util
 import json
 import re
 import shlex
-import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -187,7 +186,8 @@ def train_parser() -> argparse.ArgumentParser:
 
 def train_main(argv: Sequence[str] | None = None) -> Path:
     """Entry point of ``scripts/train.py``; returns the run's directory."""
-    from comparison.experiment import RunConfig, configure_torch_threads, train_run
+    from comparison.experiment import RunConfig, train_run
+    from comparison.processes import configure_torch_threads
 
     parser = train_parser()
     args = parser.parse_args(argv)
@@ -426,7 +426,7 @@ def compare_main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     # A mistyped command fails here, before the imports below
     light_parser = compare_parser(described=False)
     _check_no_value_twice(light_parser, light_parser.parse_args(argv))
-    from comparison.processes import RunsInterrupted, stop_on_signals
+    from comparison.processes import RunsInterrupted, exit_status_interrupted, stop_on_signals
     from comparison.runner import PRESETS, is_finished, plan_runs, run_comparison
 
     parser = compare_parser()
@@ -478,13 +478,10 @@ def compare_main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     except (ValueError, ConnectionError) as error:  # e.g. --out holds other settings' runs, no Ray at the address
         parser.error(str(error))
     except RunsInterrupted as stop:
-        # On its way out: a second Ctrl-C must not turn the exit (and torch's clean-up at exit) into a traceback.
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, signal.SIG_IGN)
+        status = exit_status_interrupted(stop)
         finished = sum(is_finished(out, config) for config in configs)
         print(f"{finished} of {len(configs)} runs finished and kept; rerun the same command to resume", file=sys.stderr)
-        # The shell's convention for a command ended by a signal: 128 + its number (130 for Ctrl-C, 143 for kill).
-        raise SystemExit(128 + stop.signum) from None
+        raise SystemExit(status) from None
     print("\n".join(_closing_lines(out, result)))
     for name, message in result["failures"].items():
         print(f"run {name} FAILED: {message.strip().splitlines()[-1]}")

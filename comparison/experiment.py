@@ -27,7 +27,6 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pandas as pd
-import torch as th
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 from stable_baselines3.common.env_util import make_vec_env
@@ -722,8 +721,3 @@ def write_atomically(path: Path, write: Callable[[Path], object]) -> None:
     partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     write(partial)
     os.replace(partial, path)
-
-
-def configure_torch_threads(n_threads: int = 1) -> None:
-    """One torch thread per run: runs go in parallel processes, one per core."""
-    th.set_num_threads(n_threads)

@@ -74,8 +74,24 @@ def stop_on_signals() -> Iterator[None]:
             signal.signal(signum, handler)
 
 
+def exit_status_interrupted(stop: RunsInterrupted) -> int:
+    """
+    The exit status of a command whose runs ``stop`` ended: the shell's convention for a command ended by a signal,
+    128 + its number (130 for Ctrl-C, 143 for kill). From here on SIGINT and SIGTERM are ignored, so that a second
+    Ctrl-C cannot turn the exit (and torch's clean-up at exit) into a traceback.
+    """
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_IGN)
+    return 128 + stop.signum
+
+
 def train_in_processes(
-    train: Train, runs: Sequence[tuple[Any, Path]], workers: int, record: Record, advance: Advance
+    train: Train,
+    runs: Sequence[tuple[Any, Path]],
+    workers: int,
+    record: Record,
+    advance: Advance,
+    on_start: Callable[[Any], None] | None = None,
 ) -> None:
     """
     Train each run of ``runs`` (its config and its folder) in a fresh process, ``workers`` at a time, in order. A
@@ -88,6 +104,7 @@ def train_in_processes(
     :param workers: how many runs train at once
     :param record: called in this process as each run ends
     :param advance: called in this process with the env steps a run reports
+    :param on_start: called in this process with each run's config as its process starts
     """
     context = get_context("spawn")
     queue = list(runs)
@@ -101,6 +118,8 @@ def train_in_processes(
                     target=_train_in_child, args=(train, config, directory, sender, os.getpid())
                 )
                 _start_child(process)
+                if on_start is not None:
+                    on_start(config)
                 sender.close()  # the child holds the sending end: EOF here once it is gone
                 running[process] = (config, receiver)
             # Ready when a child has sent its steps or outcome, or has died without (end of file): never blocks a
@@ -126,6 +145,13 @@ def train_in_processes(
         _end_processes(running)
 
 
+def configure_torch_threads(n_threads: int = 1) -> None:
+    """One torch thread per run: runs go in parallel processes, one per core (torch is imported here, not at load)."""
+    import torch
+
+    torch.set_num_threads(n_threads)
+
+
 def _train_in_child(train: Train, config: Any, directory: Path, messages: Connection, parent: int) -> None:
     """
     A run in its own process, which ends with its parent (``_end_with_parent``); sends the parent the env steps it
@@ -137,9 +163,7 @@ def _train_in_child(train: Train, config: Any, directory: Path, messages: Connec
     # Ignored too, not only blocked: a library may unblock it in a thread it starts (then the run's exit, still
     # in its clean-up, would print a KeyboardInterrupt).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    import torch  # in the child only
-
-    torch.set_num_threads(1)  # one run per core (``comparison.experiment.configure_torch_threads``)
+    configure_torch_threads(1)
     try:
         train(config, directory, on_steps=messages.send)
         messages.send(None)

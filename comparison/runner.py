@@ -29,8 +29,8 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from comparison.experiment import RunConfig, baseline_rows, configure_torch_threads, train_run, write_csv_atomically
-from comparison.processes import Record, train_in_processes
+from comparison.experiment import RunConfig, baseline_rows, train_run, write_csv_atomically
+from comparison.processes import Record, configure_torch_threads, train_in_processes
 from comparison.report import write_report
 from comparison.schema import (
     BASELINES_FILE,

@@ -40,7 +40,7 @@ RUNS_DIR = "runs"
 CONFIG_FILE = "config.json"
 #: Where a study's results go unless ``--out`` says otherwise: ``docs/results/<name>``.
 RESULTS_DIR = Path("docs/results")
-ACTIONS = ("run", "report", "pending")
+ACTIONS = ("run", "report", "pending", "finished")
 #: The command line's own options (``args`` attributes); any other attribute is one of the study's options.
 COMMON_OPTIONS = frozenset({"action", "seeds", "first_seed", "max_runs", "workers", "shard", "out"})
 
@@ -393,7 +393,7 @@ def run_study(
     to_train = pending(study, configs, out_dir)[:max_runs]
     progress = StudyProgress()
     if workers == 1:
-        from comparison.experiment import configure_torch_threads  # not at load: it brings torch
+        from comparison.processes import configure_torch_threads
 
         configure_torch_threads(1)
         for config in to_train:
@@ -405,18 +405,25 @@ def run_study(
     else:
         from comparison.processes import train_in_processes
 
+        start_times: dict[str, float] = {}
+
+        def start(config: ConfigT) -> None:
+            announce(f"run {config.run_name}: training")
+            start_times[config.run_name] = time.monotonic()
+
         def record(config: ConfigT, error: str | None) -> None:
+            seconds = time.monotonic() - start_times[config.run_name]
             if error is None:
-                announce(f"run {config.run_name}: done")
+                announce(f"run {config.run_name}: done in {seconds:.0f} s")
                 progress.trained.append(config.run_name)
             else:
-                announce(f"run {config.run_name} failed:\n{error}")
+                announce(f"run {config.run_name}: failed after {seconds:.0f} s:\n{error}")
                 progress.failed[config.run_name] = error
 
-        for config in to_train[:workers]:
-            announce(f"run {config.run_name}: training")
         runs = [(config, run_dir(out_dir, config)) for config in to_train]
-        train_in_processes(partial(train_study_run, study), runs, workers, record, advance=lambda config, steps: None)
+        train_in_processes(
+            partial(train_study_run, study), runs, workers, record, advance=lambda config, steps: None, on_start=start
+        )
     progress.pending = [config.run_name for config in pending(study, configs, out_dir)]
     return progress
 
@@ -453,8 +460,8 @@ def study_parser(study: Study[Any]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=f"scripts/{study.name}_study.py",
         description=f"The {study.name} study, resumable: run trains the unfinished runs of the plan (one at a time, "
-        "each resuming from its checkpoint if it has one) and writes the report; report only writes it; pending prints "
-        "how many runs are unfinished.",
+        "or --workers at once; each resuming from its checkpoint if it has one) and writes the report; report only "
+        "writes it; pending prints how many runs are unfinished; finished prints the folder of each finished run.",
         allow_abbrev=False,
     )
     parser.add_argument("action", choices=ACTIONS)
@@ -509,13 +516,15 @@ def run_command(study: Study[Any], args: argparse.Namespace) -> str:
 
 def study_main(study: Study[Any], argv: Sequence[str] | None = None) -> int:
     """
-    Command line of ``scripts/<name>_study.py``: ``run`` trains the unfinished runs of the plan (in order, one at a
-    time) and writes the report; ``report`` only writes it; ``pending`` prints how many runs are unfinished.
-    ``--shard INDEX COUNT`` gives ``run`` and ``pending`` every COUNT-th run of the plan from its INDEX-th (0-based),
-    so that COUNT processes, one per core, given the same plan (every other argument the same) share it without
-    training a run twice; ``--workers N`` has one command train N runs at once, each in a process of its own (a run
-    that fails is reported, the others go on, and the exit status is 1); the report always covers the whole plan. Bad
-    values are argparse errors (exit status 2) that name the option and the value, before anything is read or trained.
+    Command line of ``scripts/<name>_study.py``: ``run`` trains the unfinished runs of the plan (in order; one at a
+    time unless ``--workers``) and writes the report; ``report`` only writes it; ``pending`` prints how many runs
+    are unfinished; ``finished`` prints the folder of each finished run of the whole plan, a line each (what
+    ``scripts/study_queue.sh`` commits). ``--shard INDEX COUNT`` gives ``run`` and ``pending`` every COUNT-th run of
+    the plan from its INDEX-th (0-based), so that COUNT processes, one per core, given the same plan (every other
+    argument the same) share it without training a run twice; ``--workers N`` has one command train N runs at once,
+    each in a process of its own (a run that fails is reported, the others go on, and the exit status is 1); the
+    report always covers the whole plan. Bad values are argparse errors (exit status 2) that name the option and the
+    value, before anything is read or trained.
 
     :param study: the study
     :param argv: arguments (``sys.argv[1:]`` when None)
@@ -536,17 +545,23 @@ def study_main(study: Study[Any], argv: Sequence[str] | None = None) -> int:
     if args.action == "pending":
         print(len(pending(study, shard, args.out)))
         return 0
+    if args.action == "finished":  # of the whole plan, as the report
+        for config in configs:
+            if study.finished(config, run_dir(args.out, config)):
+                print(run_dir(args.out, config))
+        return 0
     status = 0
     if args.action == "run":
-        from comparison.processes import RunsInterrupted, stop_on_signals
+        from comparison.processes import RunsInterrupted, exit_status_interrupted, stop_on_signals
 
         try:
             # With runs in processes of their own, a signal ends them; one run in this process ends with it as ever.
             with stop_on_signals() if args.workers > 1 else nullcontext():
                 progress = run_study(study, shard, args.out, max_runs=args.max_runs, workers=args.workers)
         except RunsInterrupted as stop:
+            status = exit_status_interrupted(stop)
             print(f"{study.name}: interrupted; rerun the same command to resume", file=sys.stderr)
-            return 128 + stop.signum
+            return status
         print(f"trained {len(progress.trained)} run(s); {len(progress.pending)} pending", flush=True)
         for name in progress.failed:
             print(f"run {name} FAILED (its error is above)", flush=True)

@@ -21,7 +21,8 @@ from typing import Any, NamedTuple
 import numpy as np
 from stable_baselines3.common.env_util import make_vec_env
 
-from comparison.experiment import VARIANTS, RunConfig, configure_torch_threads, make_model
+from comparison.experiment import VARIANTS, RunConfig, make_model
+from comparison.processes import configure_torch_threads
 from envs.regime_model import REGIME_NAMES
 
 MIN_SAMPLES_FOR_RANK_CORRELATION = 10  # a batch's regime with fewer samples gives no correlation

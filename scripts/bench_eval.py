@@ -25,14 +25,8 @@ import gymnasium as gym
 import pandas as pd
 from stable_baselines3.common.env_util import make_vec_env
 
-from comparison.experiment import (
-    RunConfig,
-    configure_torch_threads,
-    episode_summaries,
-    make_eval_envs,
-    make_model,
-    summarize_episodes,
-)
+from comparison.experiment import RunConfig, episode_summaries, make_eval_envs, make_model, summarize_episodes
+from comparison.processes import configure_torch_threads
 from envs import run_episodes
 
 

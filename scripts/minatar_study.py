@@ -1,7 +1,7 @@
 """
-DQN, PER-DQN and ReLo-DQN on MinAtar Breakout and Seaquest with the ReLo authors' settings
-(see comparison/minatar.py), resumable: runs go into docs/results/minatar/runs/ one at a time, and a rerun trains only
-the unfinished ones. Needs the GPL-licensed MinAtar: pip install -e ".[minatar]".
+DQN, PER-DQN and ReLo-DQN on MinAtar Breakout and Seaquest with the ReLo authors' settings (see comparison/minatar.py),
+resumable: runs go into docs/results/minatar/runs/ one at a time (or --workers N at once), and a rerun trains only the
+unfinished ones. Needs the GPL-licensed MinAtar: pip install -e ".[minatar]".
 
     python scripts/minatar_study.py run --seeds 5 [--first-seed 0] [--games breakout seaquest] [--variants dqn per]
         [--frames 1000000] [--log-interval 50000] [--eval-episodes 10] [--shard 0 2] [--max-runs N]

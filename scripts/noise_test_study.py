@@ -1,7 +1,7 @@
 """
 The noise test: each replay scheme's attention on pure-noise transitions, and its learning speed (see
-comparison/noise_test.py), resumable: runs go into docs/results/noise_test/runs/ one at a time, and a rerun trains only
-the unfinished ones.
+comparison/noise_test.py), resumable: runs go into docs/results/noise_test/runs/ one at a time (or --workers N at once),
+and a rerun trains only the unfinished ones.
 
     python scripts/noise_test_study.py run --seeds 5 [--first-seed 0] [--variants per relo] [--total-steps 4000]
         [--epsilon 1e-6] [--shard 0 2] [--max-runs N] [--out docs/results/noise_test]  # train what is left, then report

@@ -14,13 +14,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# A stand-in for .venv/bin/python: a queue's "pending" count is 1, a report does nothing, and a training writes its
-# pid then sleeps for a minute (what a queue that forwards no signal would wait for).
+# A stand-in for .venv/bin/python: a queue's "pending" count is 1, a report and the list of finished runs are empty,
+# and a training writes its pid then sleeps for a minute (what a queue that forwards no signal would wait for).
 FAKE_PYTHON = """#!/usr/bin/env bash
 for arg in "$@"; do
     case "$arg" in
         pending) echo 1; exit 0 ;;
-        report|--report-only) exit 0 ;;
+        report|--report-only|finished) exit 0 ;;
     esac
 done
 echo $$ > "$QUEUE_TEST_DIR/training.pid"
@@ -38,13 +38,13 @@ def alive(pid: int) -> bool:
 
 @pytest.mark.parametrize(
     ("script", "arguments"),
-    [("minatar_queue.sh", ["1"]), ("full_queue.sh", ["--seeds", "0", "0", "relo"])],
+    [("study_queue.sh", ["minatar", "1"]), ("full_queue.sh", ["--seeds", "0", "0", "relo"])],
 )
 @pytest.mark.parametrize("sent", [signal.SIGTERM, signal.SIGINT], ids=["TERM", "INT"])
 def test_a_signal_to_the_queue_stops_its_training_and_the_queue(tmp_path, script, arguments, sent):
     scripts = tmp_path / "scripts"
     scripts.mkdir()
-    for name in (script, "commit_results.sh", "child_process.sh"):
+    for name in (script, "commit_results.sh", "child_process.sh", "minatar_study.py"):
         shutil.copy(ROOT / "scripts" / name, scripts / name)
     python = tmp_path / ".venv" / "bin" / "python"
     python.parent.mkdir(parents=True)

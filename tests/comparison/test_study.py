@@ -259,7 +259,9 @@ def test_workers_train_each_run_in_a_fresh_process_the_same_files_and_a_failure_
     argv = ["run", "--seeds", "3", "--first-seed", "12", "--variants", "a", "--workers", "2", "--out", str(pool)]
     assert study_main(study, argv) == 1
     out = capsys.readouterr().out
-    assert "run a_s13 failed:" in out and "RuntimeError: seed 13 cannot train" in out
+    assert all(f"run a_s{seed}: training" in out for seed in (12, 13, 14))
+    assert "run a_s12: done in" in out and "run a_s14: done in" in out
+    assert "run a_s13: failed after" in out and "RuntimeError: seed 13 cannot train" in out
     assert "trained 2 run(s); 1 pending" in out and "run a_s13 FAILED" in out
     assert study.trained == []  # trained in other processes
     assert study.commands == [
@@ -278,3 +280,16 @@ def test_workers_train_each_run_in_a_fresh_process_the_same_files_and_a_failure_
             ).read_bytes()
     with pytest.raises(ValueError, match="workers must be a positive integer, got 0"):
         run_study(study, plan, pool, workers=0)
+
+
+def test_finished_lists_the_finished_run_folders_of_the_whole_plan(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    study = FakeStudy()
+    plan = study.plan(range(2))
+    run_study(study, plan[:3], tmp_path, announce=lambda line: None)
+    (run_dir(tmp_path, plan[1]) / RESULT_FILE).write_text("0\n")  # cut short
+    for shard in (["--shard", "0", "2"], ["--shard", "1", "2"], []):
+        assert study_main(study, ["finished", "--seeds", "2", "--out", str(tmp_path), *shard]) == 0
+        assert capsys.readouterr().out.splitlines() == [
+            str(run_dir(tmp_path, plan[0])),
+            str(run_dir(tmp_path, plan[2])),
+        ]

@@ -1,0 +1,153 @@
+"""``scripts/study_queue.sh`` trains a study's plan to the end, a batch at a time, and commits each finished run's
+folder with the report after each batch, and nothing of a run that has not finished."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# A study of two variants whose runs write one line; the run "b_s1" writes nothing the first time it is trained
+# (an interrupted run), so that the first batch that trains it leaves it unfinished; the run FAIL_RUN raises.
+FAKE_STUDY = """
+import json, os, sys
+from dataclasses import dataclass
+from pathlib import Path
+from comparison.study import JsonConfig, holds_config, restart_run_dir, run_dir, study_main
+
+@dataclass(frozen=True)
+class Config(JsonConfig):
+    seed: int
+    variant: str
+
+    @property
+    def run_name(self):
+        return f"{self.variant}_s{self.seed}"
+
+class FakeStudy:
+    name = "fake"
+
+    def plan(self, seeds):
+        return [Config(seed, variant) for seed in seeds for variant in ("a", "b")]
+
+    def train(self, config, directory):
+        restart_run_dir(config, directory)
+        if config.run_name == os.environ.get("FAIL_RUN"):
+            raise RuntimeError(f"{config.run_name} cannot train")
+        flag = Path.cwd() / "b_s1_tried"  # the queue runs in the repository's root
+        if config.run_name == "b_s1" and not flag.exists():
+            flag.write_text("")
+            return
+        (directory / "result.txt").write_text("done\\n")
+
+    def finished(self, config, directory):
+        return holds_config(config, directory) and (directory / "result.txt").is_file()
+
+    def report(self, configs, out_dir, command):
+        done = [c.run_name for c in configs if self.finished(c, run_dir(out_dir, c))]
+        (out_dir / "summary.md").write_text(f"{command}: {done}\\n")
+        return out_dir / "summary.md"
+
+    def add_arguments(self, parser):
+        pass
+
+    def plan_options(self, args):
+        return {}
+
+if __name__ == "__main__":
+    sys.exit(study_main(FakeStudy()))
+"""
+
+
+def git(folder: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=folder, check=True, capture_output=True, text=True).stdout
+
+
+def make_repository(tmp_path: Path) -> None:
+    """A repository with the queue's scripts, the fake study and a .venv/bin/python that is this one."""
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    for name in ("study_queue.sh", "commit_results.sh", "child_process.sh"):
+        shutil.copy(ROOT / "scripts" / name, scripts / name)
+    (scripts / "fake_study.py").write_text(FAKE_STUDY)
+    python = tmp_path / ".venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text(f'#!/usr/bin/env bash\nexec {sys.executable} "$@"\n')  # this venv's python
+    python.chmod(0o755)
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "config", "user.email", "queue@test")
+    git(tmp_path, "config", "user.name", "queue test")
+    git(tmp_path, "commit", "-q", "--allow-empty", "-m", "start")
+
+
+def run_queue(tmp_path: Path, *arguments: str, **environment: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["bash", "scripts/study_queue.sh", "fake", *arguments],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **environment},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_the_queue_commits_finished_runs_and_the_report_after_each_batch(tmp_path: Path):
+    make_repository(tmp_path)
+    out = "results/fake"
+    queue = run_queue(tmp_path, "2", "--seeds", "2", "--out", out)
+    assert queue.returncode == 0, queue.stderr
+    assert "every run of this fake queue has finished" in queue.stdout
+    messages = git(tmp_path, "log", "--format=%s").splitlines()
+    # batches: a_s0 b_s0 | a_s1 b_s1 (b_s1 unfinished) | b_s1
+    assert messages == [
+        "fake study: finished runs and report (0 runs pending in this queue)",
+        "fake study: finished runs and report (1 runs pending in this queue)",
+        "fake study: finished runs and report (2 runs pending in this queue)",
+        "start",
+    ]
+    second = git(tmp_path, "show", "--name-only", "--format=", "HEAD~1").split()
+    assert f"{out}/runs/a_s1/result.txt" in second and not any("b_s1" in path for path in second)
+    tracked = git(tmp_path, "ls-files").split()
+    assert sorted(tracked) == sorted(
+        [f"{out}/summary.md"]
+        + [
+            f"{out}/runs/{run}/{name}"
+            for run in ("a_s0", "b_s0", "a_s1", "b_s1")
+            for name in ("config.json", "result.txt")
+        ]
+    )
+    assert "['a_s0', 'b_s0', 'a_s1', 'b_s1']" in (tmp_path / out / "summary.md").read_text()
+    assert git(tmp_path, "status", "--porcelain", "--", out) == ""
+
+
+def test_a_failed_run_stops_the_queue_after_its_batch_is_committed(tmp_path: Path):
+    make_repository(tmp_path)
+    out = "results/fake"
+    queue = run_queue(tmp_path, "2", "--seeds", "1", "--workers", "2", "--out", out, FAIL_RUN="b_s0")
+    assert queue.returncode == 1
+    assert "RuntimeError: b_s0 cannot train" in queue.stdout and "run b_s0 FAILED" in queue.stdout
+    assert "a run of this fake queue failed (exit status 1); the finished ones are committed" in queue.stderr
+    assert git(tmp_path, "log", "--format=%s").splitlines()[0] == (
+        "fake study: finished runs and report (1 runs pending in this queue)"
+    )
+    assert sorted(git(tmp_path, "ls-files").split()) == [
+        f"{out}/runs/a_s0/config.json",
+        f"{out}/runs/a_s0/result.txt",
+        f"{out}/summary.md",
+    ]
+
+
+def test_a_bad_name_or_batch_is_refused_before_anything_runs(tmp_path: Path):
+    for arguments, said in (
+        (["nosuch", "1"], "NAME: no scripts/nosuch_study.py"),
+        (["minatar", "0"], "BATCH must be an integer >= 1, got '0'"),
+        (["minatar"], "usage: bash scripts/study_queue.sh NAME BATCH"),
+    ):
+        queue = subprocess.run(
+            ["bash", str(ROOT / "scripts" / "study_queue.sh"), *arguments], capture_output=True, text=True, timeout=30
+        )
+        assert queue.returncode == 2 and said in queue.stderr
