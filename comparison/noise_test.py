@@ -366,6 +366,11 @@ def mean_and_ci(values: np.ndarray) -> str:
     return f"{finite.mean():.3f} [{low:.3f}, {high:.3f}]"
 
 
+def final_rows(rows: pd.DataFrame) -> pd.DataFrame:
+    """The last evaluation of each seed of one variant's rows (in the order the summary's intervals resample)."""
+    return rows.sort_values("step").groupby("seed").tail(1)
+
+
 def summary_table(rows: pd.DataFrame) -> str:
     """
     The summary's table: per variant, the noisy transitions' final buffer, priority-mass and sample shares, the
@@ -382,7 +387,7 @@ def summary_table(rows: pd.DataFrame) -> str:
     )
     lines = []
     for variant, frame in rows.groupby("variant", sort=False):
-        final = frame.sort_values("step").groupby("seed").tail(1)
+        final = final_rows(frame)
         over_run = frame[frame["step"] > 0].groupby("seed")["clean_reward"].mean().to_numpy()
         cells = [
             mean_and_ci(final[column].to_numpy(dtype=float))
