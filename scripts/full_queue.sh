@@ -1,59 +1,95 @@
 #!/usr/bin/env bash
 # Trains the full preset's pending runs of the given variants in the background's one process, one run at a time,
-# seeds outermost (so that a partial comparison stays paired), and after each run rebuilds the full preset's report
-# from every finished run and commits it with the finished runs (a run folder counts once its evaluations.csv, written
-# last, is there), so that a stopped machine loses at most the run in progress. Stop it with: kill <its pid>, which
-# stops the run in progress too (redone on the next start).
+# seeds outermost (so that a partial comparison stays paired), and after each run rebuilds the comparison's report
+# from every finished run, and the four controls' page (scripts/controls_report.py), and commits them with the
+# finished runs (a run folder counts once its evaluations.csv, written last, is there), so that a stopped machine
+# loses at most the run in progress. Stop it with: kill <its pid>, which stops the run in progress too (redone on the
+# next start).
 #
 # --seeds FIRST LAST (default 0 19) limits it to those seeds, so that two queues on two cores can share the plan
-# without ever training the same run. Each queue trains with a scratch --out whose runs/ is docs/results/full/runs
-# (so finished runs are seen and skipped, and runs land there), so that a training's own report never lands in
-# docs/results/full; the report there is only rebuilt, and committed, under a lock that the queues share.
+# without ever training the same run. --out DIR (default docs/results/full) is the comparison's folder, and what
+# follows `--` goes to every compare.py call (a setting of the variants: a folder holds one setting of each). Each
+# queue trains with a scratch --out whose runs/ is DIR/runs (so finished runs are seen and skipped, and runs land
+# there), so that a training's own report never lands in DIR; the report there is only rebuilt, and committed, under
+# a lock that the queues share.
 #
 #     nohup bash scripts/full_queue.sh relo expected_td > full_queue.log 2>&1 &
 #     nohup bash scripts/full_queue.sh --seeds 0 9 relo expected_td > full_queue.log 2>&1 &
 #     nohup bash scripts/full_queue.sh --seeds 10 19 relo expected_td > full_queue_2.log 2>&1 &
+#     nohup bash scripts/full_queue.sh --out docs/results/full_expected_td_tuned expected_td \
+#         -- --regressor-learning-rate 3e-4 > full_queue_3.log 2>&1 &
 set -euo pipefail
 cd "$(dirname "$0")/.."
-usage="usage: bash scripts/full_queue.sh [--seeds FIRST LAST] VARIANT [VARIANT ...] (0 <= FIRST <= LAST <= 19)"
+usage="usage: bash scripts/full_queue.sh [--seeds FIRST LAST] [--out DIR] VARIANT [VARIANT ...] [-- COMPARE OPTION ...]"
+usage="${usage} (0 <= FIRST <= LAST <= 19)"
 first=0
 last=19
-if [ "${1:-}" = "--seeds" ]; then
-    if [ "$#" -lt 3 ]; then
-        echo "$usage" >&2
-        exit 2
-    fi
-    first="$2"
-    last="$3"
-    shift 3
-    if ! [[ "$first" =~ ^[0-9]+$ && "$last" =~ ^[0-9]+$ ]] || [ "$first" -gt "$last" ] || [ "$last" -gt 19 ]; then
-        echo "--seeds FIRST LAST: got '${first}' '${last}'; ${usage}" >&2
-        exit 2
-    fi
-fi
-if [ "$#" = 0 ]; then
+results=docs/results/full
+while [ "$#" -gt 0 ]; do
+    case "$1" in
+        --seeds)
+            if [ "$#" -lt 3 ]; then
+                echo "$usage" >&2
+                exit 2
+            fi
+            first="$2"
+            last="$3"
+            shift 3
+            if ! [[ "$first" =~ ^[0-9]+$ && "$last" =~ ^[0-9]+$ ]] || [ "$first" -gt "$last" ] || [ "$last" -gt 19 ]; then
+                echo "--seeds FIRST LAST: got '${first}' '${last}'; ${usage}" >&2
+                exit 2
+            fi
+            ;;
+        --out)
+            if [ "$#" -lt 2 ] || [ -z "$2" ]; then
+                echo "$usage" >&2
+                exit 2
+            fi
+            results="$2"
+            shift 2
+            ;;
+        *) break ;;
+    esac
+done
+variants=()
+while [ "$#" -gt 0 ] && [ "$1" != "--" ]; do
+    variants+=("$1")
+    shift
+done
+[ "${1:-}" = "--" ] && shift
+options=("$@")
+if [ "${#variants[@]}" = 0 ]; then
     echo "$usage" >&2
     exit 2
 fi
-results=docs/results/full
 source scripts/commit_results.sh
 source scripts/child_process.sh
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
 mkdir -p "$results/runs"
-ln -s "$PWD/$results/runs" "$scratch/runs"
+case "$results" in
+    /*) ln -s "$results/runs" "$scratch/runs" ;;
+    *) ln -s "$PWD/$results/runs" "$scratch/runs" ;;
+esac
+# The full preset's own folder is compare.py's default: its report keeps quoting the command without --out
+out_option=()
+if [ "$results" != docs/results/full ]; then
+    out_option=(--out "$results")
+fi
 shopt -s nullglob
 for seed in $(seq "$first" "$last"); do
-    for variant in "$@"; do
+    for variant in "${variants[@]}"; do
         run_child .venv/bin/python scripts/compare.py --full --variants "$variant" --seeds "$seed" --workers 1 \
-            --no-progress-bar --out "$scratch"
+            --no-progress-bar --out "$scratch" "${options[@]}"
         (
             flock 9
-            .venv/bin/python scripts/compare.py --full --report-only --no-progress-bar
+            .venv/bin/python scripts/compare.py --full --report-only --no-progress-bar "${out_option[@]}" "${options[@]}"
+            .venv/bin/python scripts/controls_report.py
             finished=("$results"/runs/*/evaluations.csv)
-            commit_results "Full preset: ${variant} seed ${seed} finished, report rebuilt" \
-                "${finished[@]%/evaluations.csv}" "$results"/*.md "$results"/*.csv "$results"/*.png
+            commit_results "Full preset: ${variant} seed ${seed} finished (${results}), report rebuilt" \
+                "${finished[@]%/evaluations.csv}" "$results"/*.md "$results"/*.csv "$results"/*.png \
+                docs/results/controls/summary.md
         ) 9> "$(git rev-parse --git-dir)/full_queue.lock"
     done
 done
-echo "full_queue: seeds ${first}-${last} of ${*} have finished"
+echo "full_queue: seeds ${first}-${last} of ${variants[*]} in ${results} have finished"

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 # A study of two variants whose runs write one line; the run "b_s1" writes nothing the first time it is trained
@@ -17,6 +19,8 @@ FAKE_STUDY = """
 import json, os, sys
 from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 from comparison.study import JsonConfig, holds_config, restart_run_dir, run_dir, study_main
 
 @dataclass(frozen=True)
@@ -151,3 +155,71 @@ def test_a_bad_name_or_batch_is_refused_before_anything_runs(tmp_path: Path):
             ["bash", str(ROOT / "scripts" / "study_queue.sh"), *arguments], capture_output=True, text=True, timeout=30
         )
         assert queue.returncode == 2 and said in queue.stderr
+
+
+# A stand-in for .venv/bin/python in scripts/full_queue.sh: it logs each call's arguments; a report writes its
+# summary into the --out folder (the full preset's by default), the controls page its own, and a training nothing.
+FAKE_COMPARE_PYTHON = """#!/usr/bin/env bash
+echo "$*" >> "$QUEUE_TEST_DIR/calls"
+out=docs/results/full
+previous=""
+for arg in "$@"; do
+    [ "$previous" = "--out" ] && out="$arg"
+    previous="$arg"
+done
+case "$*" in
+    *controls_report.py*) mkdir -p docs/results/controls && echo page > docs/results/controls/summary.md ;;
+    *--report-only*) mkdir -p "$out" && echo report > "$out/summary.md" ;;
+esac
+exit 0
+"""
+
+
+def test_the_full_queue_passes_its_folder_and_options_to_every_compare_call(tmp_path: Path):
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    for name in ("full_queue.sh", "commit_results.sh", "child_process.sh"):
+        shutil.copy(ROOT / "scripts" / name, scripts / name)
+    python = tmp_path / ".venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text(FAKE_COMPARE_PYTHON)
+    python.chmod(0o755)
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "config", "user.email", "queue@test")
+    git(tmp_path, "config", "user.name", "queue test")
+    git(tmp_path, "commit", "-q", "--allow-empty", "-m", "start")
+    out = "docs/results/tuned"
+    arguments = ["--seeds", "3", "3", "--out", out, "expected_td", "--", "--regressor-learning-rate", "3e-4"]
+    queue = subprocess.run(
+        ["bash", "scripts/full_queue.sh", *arguments],
+        cwd=tmp_path,
+        env={**os.environ, "QUEUE_TEST_DIR": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert queue.returncode == 0, queue.stderr
+    train, report, controls = (tmp_path / "calls").read_text().splitlines()
+    assert train.startswith("scripts/compare.py --full --variants expected_td --seeds 3 --workers 1 --no-progress-bar")
+    assert train.endswith("--regressor-learning-rate 3e-4") and f"--out {out}" not in train  # a scratch folder
+    assert (
+        report
+        == f"scripts/compare.py --full --report-only --no-progress-bar --out {out} --regressor-learning-rate 3e-4"
+    )
+    assert controls == "scripts/controls_report.py"
+    assert (
+        git(tmp_path, "log", "-1", "--format=%s")
+        == f"Full preset: expected_td seed 3 finished ({out}), report rebuilt\n"
+    )
+    assert sorted(git(tmp_path, "ls-files").split()) == ["docs/results/controls/summary.md", f"{out}/summary.md"]
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [[], ["--out"], ["--seeds", "0", "20", "relo"], ["--", "--alpha", "0.5"], ["--out", "", "relo"]],
+)
+def test_the_full_queue_refuses_bad_arguments(arguments: list[str]):
+    queue = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "full_queue.sh"), *arguments], capture_output=True, text=True, timeout=30
+    )
+    assert queue.returncode == 2 and "usage: bash scripts/full_queue.sh" in queue.stderr
