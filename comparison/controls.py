@@ -194,39 +194,28 @@ def pairs_columns(
 
     :param load: the evaluations of a comparison folder (None where it has none yet)
     """
-    reference_rows = load(FULL_DIR)
-    if reference_rows is None:
-        raise ValueError(f"{FULL_DIR} holds no evaluations: the pairs control has no reference")
-    by_folder: dict[Path, dict[str, dict[int, float]]] = {}
-
-    def scores(folder: Path) -> dict[str, dict[int, float]]:
-        if folder not in by_folder:
-            rows = reference_rows if folder == FULL_DIR else load(folder)
-            by_folder[folder] = {} if rows is None else returns_by_seed(final_returns(rows))
-        return by_folder[folder]
-
-    reference = scores(FULL_DIR)["uniform"]
+    folders = {FULL_DIR, *(setting.folder for settings in PAIRS_SETTINGS.values() for setting in settings)}
+    loaded = {folder: load(folder) for folder in folders}
+    scores = {folder: {} if rows is None else returns_by_seed(final_returns(rows)) for folder, rows in loaded.items()}
+    reference = scores[FULL_DIR].get("uniform")
+    if not reference:
+        raise ValueError(f"{FULL_DIR} holds no finished uniform run: the pairs control has no reference")
     first = {"uniform": Figure("reference", None, len(reference), PAIRS_SEEDS)}
     other: dict[str, Figure] = {}
-    labels: dict[str, str] = {}
     for method, settings in PAIRS_SETTINGS.items():
-        figures = []
-        for setting in settings:
-            by_seed = scores(setting.folder).get(method)
-            # The generator the folder's own summary uses for this variant, so that the figures agree
-            generator = keyed_generator(0, "relative_difference", method)
-            figures.append(
-                not_run(PAIRS_SEEDS)
-                if not by_seed
-                else relative_figure(reference, by_seed, generator, PAIRS_GOAL, PAIRS_SEEDS)
+        # The generator the folder's own summary uses for this variant, so that the figures agree
+        figures = [
+            relative_figure(
+                reference, by_seed, keyed_generator(0, "relative_difference", method), PAIRS_GOAL, PAIRS_SEEDS
             )
+            if (by_seed := scores[setting.folder].get(method))
+            else not_run(PAIRS_SEEDS)
+            for setting in settings
+        ]
         first[method] = figures[0]
         if len(figures) > 1:
             other[method] = figures[1]
-        labels[method] = "; ".join(
-            f"{setting.label}{' (first)' if len(settings) > 1 and index == 0 else ''}"
-            for index, setting in enumerate(settings)
-        )
+    labels = {method: "; ".join(setting.label for setting in settings) for method, settings in PAIRS_SETTINGS.items()}
     return first, other, labels
 
 
@@ -299,7 +288,7 @@ def controls_markdown(
     for method in METHODS[1:]:
         figures = [noise[method], pairs_first[method], minatar["breakout"][method], minatar["seaquest"][method]]
         lines.append(f"- **{method}**: {verdict_line(figures)}")
-    lines += ["", "## Pairs-env settings", ""]
+    lines += ["", "## Pairs-env settings (the first in the pairs-env column, the second in the other setting's)", ""]
     lines += [f"- {method}: {label}" for method, label in pairs_labels.items()]
     return "\n".join(lines) + "\n"
 
