@@ -223,3 +223,43 @@ def test_the_full_queue_refuses_bad_arguments(arguments: list[str]):
         ["bash", str(ROOT / "scripts" / "full_queue.sh"), *arguments], capture_output=True, text=True, timeout=30
     )
     assert queue.returncode == 2 and "usage: bash scripts/full_queue.sh" in queue.stderr
+
+
+def test_background_chains_run_their_queues_in_order_and_go_on_past_a_failed_one(tmp_path: Path):
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    for name in ("background_plan.sh", "child_process.sh"):
+        shutil.copy(ROOT / "scripts" / name, scripts / name)
+    for queue in ("full_queue.sh", "study_queue.sh"):  # stand-ins that log their arguments; the MinAtar step fails
+        (scripts / queue).write_text(
+            f'echo "{queue} $*" >> "$QUEUE_TEST_DIR/calls"\ncase "$*" in minatar*) exit 3 ;; esac\nexit 0\n'
+        )
+    calls = tmp_path / "calls"
+    chains = {}
+    for chain in ("0", "1"):
+        ran = subprocess.run(
+            ["bash", "scripts/background_plan.sh", chain],
+            cwd=tmp_path,
+            env={**os.environ, "QUEUE_TEST_DIR": str(tmp_path)},
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert ran.returncode == 0
+        chains[chain] = (calls.read_text().splitlines(), ran.stderr)
+        calls.unlink()
+    assert chains["0"][0] == [
+        "full_queue.sh --seeds 0 9 expected_relo_root",
+        "study_queue.sh minatar 1 --games breakout seaquest breakout_noisy --variants dqn per relo expected_relo_root "
+        "--seeds 5",
+        "full_queue.sh --out docs/results/full_relo_authors_offset relo -- --relo-epsilon 1e-5",
+        "study_queue.sh mujoco 1 --seeds 5 --shard 0 2",
+    ]
+    assert "step failed (exit status 3): scripts/study_queue.sh minatar" in chains["0"][1]
+    assert chains["1"][0] == [
+        "full_queue.sh --seeds 10 19 expected_relo_root",
+        "full_queue.sh --out docs/results/full_expected_td_tuned expected_td -- --regressor-learning-rate 3e-4",
+        "study_queue.sh mujoco 1 --seeds 5 --shard 1 2",
+    ]
+    refused = subprocess.run(["bash", str(scripts / "background_plan.sh"), "2"], capture_output=True, text=True)
+    assert refused.returncode == 2 and "usage: bash scripts/background_plan.sh CHAIN" in refused.stderr

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The open issues' runs, in the order the issues need them, as one chain of queues per core: each queue trains what is
+# pending of its plan and commits each run as it ends (scripts/full_queue.sh, scripts/study_queue.sh), and a queue
+# whose plan is finished ends at once, so the chain resumes where the last machine stopped. Start one chain per core:
+#
+#     nohup bash scripts/background_plan.sh 0 > background_plan_0.log 2>&1 &
+#     nohup bash scripts/background_plan.sh 1 > background_plan_1.log 2>&1 &
+#
+# The order:
+#   chain 0: issue 46's ExpectedReLo full-preset seeds 0-9; the MinAtar study, whole (its 10 ExpectedReLo confirmation
+#            runs first, then noisy Breakout: one queue, as --shard would give one core all 10 confirmation runs);
+#            ReLo's published offset on the pairs env, 20 seeds; issue 47's MuJoCo study, every other run from the first;
+#   chain 1: ExpectedReLo's full-preset seeds 10-19; ExpectedTD's tuned regressor rate on the pairs env, 20 seeds;
+#            the MuJoCo study, every other run from the second.
+# A step whose queue fails is reported and the chain goes on to the next. Stop a chain with: kill <its pid>, which
+# stops the queue and the run in progress too (redone, or resumed from its checkpoint, on the next start).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+usage="usage: bash scripts/background_plan.sh CHAIN (0 or 1: one chain per core)"
+if [ "$#" != 1 ] || ! [[ "$1" =~ ^[01]$ ]]; then
+    echo "$usage" >&2
+    exit 2
+fi
+chain="$1"
+source scripts/child_process.sh
+step() {
+    echo "background_plan ${chain}: $*"
+    run_child bash "$@" || echo "background_plan ${chain}: step failed (exit status $?): $*" >&2
+}
+if [ "$chain" = 0 ]; then
+    step scripts/full_queue.sh --seeds 0 9 expected_relo_root
+    step scripts/study_queue.sh minatar 1 --games breakout seaquest breakout_noisy --variants dqn per relo \
+        expected_relo_root --seeds 5
+    step scripts/full_queue.sh --out docs/results/full_relo_authors_offset relo -- --relo-epsilon 1e-5
+else
+    step scripts/full_queue.sh --seeds 10 19 expected_relo_root
+    step scripts/full_queue.sh --out docs/results/full_expected_td_tuned expected_td -- --regressor-learning-rate 3e-4
+fi
+step scripts/study_queue.sh mujoco 1 --seeds 5 --shard "$chain" 2
+echo "background_plan ${chain}: every step has ended"
