@@ -179,8 +179,9 @@ VARIANTS: dict[str, DQNVariant] = {
         PrioritizedReplayBuffer, lambda: {"replay_scheme": ExpectedReLo(signal="expected_root")}
     ),
 }
-#: The variants of the study of the published tasks (the command line's default): DQN, PER-DQN, ReLo-DQN
-STUDY_VARIANTS = ("dqn", "per", "relo")
+#: The variants of the study (the command line's default): DQN, PER-DQN, ReLo-DQN, and ExpectedReLo-DQN (square-root
+#: signal), whose runs are issue 46's MinAtar confirmation
+STUDY_VARIANTS = ("dqn", "per", "relo", "expected_relo_root")
 
 
 @dataclass(frozen=True)

@@ -29,8 +29,7 @@ step() {
 }
 if [ "$chain" = 0 ]; then
     step scripts/full_queue.sh --seeds 0 9 expected_relo_root
-    step scripts/study_queue.sh minatar 1 --games breakout seaquest breakout_noisy --variants dqn per relo \
-        expected_relo_root --seeds 5
+    step scripts/study_queue.sh minatar 1 --seeds 5
     step scripts/full_queue.sh --out docs/results/full_relo_authors_offset relo -- --relo-epsilon 1e-5
 else
     step scripts/full_queue.sh --seeds 10 19 expected_relo_root

@@ -107,7 +107,7 @@ def test_the_command_line_counts_pending_runs_and_refuses_other_settings_runs(
     tiny_study: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert minatar_main(["pending", "--seeds", "2", "--out", str(tmp_path)]) == 0
-    assert capsys.readouterr().out.strip() == "18"  # 2 seeds x 3 games x 3 variants (dqn, per, relo)
+    assert capsys.readouterr().out.strip() == "24"  # 2 seeds x 3 games x dqn, per, relo, expected_relo_root
     # The tiny runs were written with other settings than the command line's (the authors' learning_starts...).
     with pytest.raises(ValueError, match="other settings"):
         minatar_main(["pending", "--out", str(tiny_study)])
@@ -117,13 +117,13 @@ def test_the_command_line_counts_pending_runs_and_refuses_other_settings_runs(
     assert "learning_starts must be below total_frames=400, got 5000" in capsys.readouterr().err
 
 
-def test_a_screen_plans_its_own_seeds_and_the_study_keeps_its_three_variants(
+def test_a_screen_plans_its_own_seeds_and_the_study_keeps_its_variants(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """``--first-seed 100``: the seeds 100 .. 100 + N - 1, with a run folder of their own; ``expected_relo`` is a
     variant one asks for, not one the published-task study gains."""
     assert minatar_main(["pending", "--seeds", "2", "--first-seed", "100", "--out", str(tmp_path)]) == 0
-    assert capsys.readouterr().out.strip() == "18"
+    assert capsys.readouterr().out.strip() == "24"  # 3 games x dqn, per, relo, expected_relo_root x 2 seeds
     small = ["--games", "breakout", "--variants", "expected_relo", "--seeds", "1", "--first-seed", "100"]
     small += ["--frames", "6000", "--log-interval", "3000", "--eval-episodes", "1", "--out", str(tmp_path)]
     assert minatar_main(["run", *small]) == 0

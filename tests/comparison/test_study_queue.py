@@ -250,8 +250,7 @@ def test_background_chains_run_their_queues_in_order_and_go_on_past_a_failed_one
         calls.unlink()
     assert chains["0"][0] == [
         "full_queue.sh --seeds 0 9 expected_relo_root",
-        "study_queue.sh minatar 1 --games breakout seaquest breakout_noisy --variants dqn per relo expected_relo_root "
-        "--seeds 5",
+        "study_queue.sh minatar 1 --seeds 5",
         "full_queue.sh --out docs/results/full_relo_authors_offset relo -- --relo-epsilon 1e-5",
         "study_queue.sh mujoco 1 --seeds 5 --shard 0 2",
     ]
