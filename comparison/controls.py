@@ -40,6 +40,8 @@ MINATAR_NAMES = {"uniform": "dqn"}
 NOISE_DIR = Path("docs/results/noise_test")
 NOISE_SEEDS = 5
 NOISE_MARGIN = 0.10
+#: The settings of the committed noise test's runs (its summary's command: ``--total-steps 4000 --epsilon 1e-06``)
+NOISE_SETTINGS = {"total_steps": 4000, "epsilon": 1e-6}
 PAIRS_SEEDS = 20
 PAIRS_GOAL = 0.10
 MINATAR_RETURNS = Path("docs/results/minatar/returns.csv")
@@ -324,8 +326,7 @@ def load_noise_rows(folder: Path = NOISE_DIR) -> pd.DataFrame:
     from comparison.noise_test import VARIANTS, finished_evaluations, plan_runs
     from comparison.study import run_dir
 
-    settings = dict(total_steps=4000, epsilon=1e-6)
-    configs = plan_runs(range(NOISE_SEEDS), [method for method in METHODS if method in VARIANTS], **settings)
+    configs = plan_runs(range(NOISE_SEEDS), [method for method in METHODS if method in VARIANTS], **NOISE_SETTINGS)
     rows = [finished_evaluations(config, run_dir(folder, config)) for config in configs]
     found = [
         frame.assign(variant=config.variant, seed=config.seed)
