@@ -9,8 +9,9 @@
 # The order:
 #   chain 0: issue 46's ExpectedReLo full-preset seeds 0-9; the MinAtar study, whole (its 10 ExpectedReLo confirmation
 #            runs first, then noisy Breakout: one queue, as --shard would give one core all 10 confirmation runs);
-#            ReLo's published offset on the pairs env, 20 seeds; issue 47's MuJoCo study, every other run from the first;
-#   chain 1: ExpectedReLo's full-preset seeds 10-19; ExpectedTD's tuned regressor rate on the pairs env, 20 seeds;
+#            issue 47's MuJoCo study, every other run from the first;
+#   chain 1: ExpectedReLo's full-preset seeds 10-19; ExpectedTD's tuned regressor rate and ReLo's published offset on
+#            the pairs env, 20 seeds each (issue 46's equal tuning: on the core that MinAtar's 30 runs leave free);
 #            the MuJoCo study, every other run from the second.
 # A step whose queue fails is reported and the chain goes on to the next. Stop a chain with: kill <its pid>, which
 # stops the queue and the run in progress too (redone, or resumed from its checkpoint, on the next start).
@@ -30,10 +31,10 @@ step() {
 if [ "$chain" = 0 ]; then
     step scripts/full_queue.sh --seeds 0 9 expected_relo_root
     step scripts/study_queue.sh minatar 1 --seeds 5
-    step scripts/full_queue.sh --out docs/results/full_relo_authors_offset relo -- --relo-epsilon 1e-5
 else
     step scripts/full_queue.sh --seeds 10 19 expected_relo_root
     step scripts/full_queue.sh --out docs/results/full_expected_td_tuned expected_td -- --regressor-learning-rate 3e-4
+    step scripts/full_queue.sh --out docs/results/full_relo_authors_offset relo -- --relo-epsilon 1e-5
 fi
 step scripts/study_queue.sh mujoco 1 --seeds 5 --shard "$chain" 2
 echo "background_plan ${chain}: every step has ended"

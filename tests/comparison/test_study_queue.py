@@ -251,13 +251,13 @@ def test_background_chains_run_their_queues_in_order_and_go_on_past_a_failed_one
     assert chains["0"][0] == [
         "full_queue.sh --seeds 0 9 expected_relo_root",
         "study_queue.sh minatar 1 --seeds 5",
-        "full_queue.sh --out docs/results/full_relo_authors_offset relo -- --relo-epsilon 1e-5",
         "study_queue.sh mujoco 1 --seeds 5 --shard 0 2",
     ]
     assert "step failed (exit status 3): scripts/study_queue.sh minatar" in chains["0"][1]
     assert chains["1"][0] == [
         "full_queue.sh --seeds 10 19 expected_relo_root",
         "full_queue.sh --out docs/results/full_expected_td_tuned expected_td -- --regressor-learning-rate 3e-4",
+        "full_queue.sh --out docs/results/full_relo_authors_offset relo -- --relo-epsilon 1e-5",
         "study_queue.sh mujoco 1 --seeds 5 --shard 1 2",
     ]
     refused = subprocess.run(["bash", str(scripts / "background_plan.sh"), "2"], capture_output=True, text=True)
