@@ -7,9 +7,9 @@
 #     nohup bash scripts/background_plan.sh 1 > background_plan_1.log 2>&1 &
 #
 # The order:
-#   chain 0: issue 46's ExpectedReLo full-preset seeds 0-9; the MinAtar study, whole (its 10 ExpectedReLo confirmation
-#            runs first, then noisy Breakout: one queue, as --shard would give one core all 10 confirmation runs);
-#            issue 47's MuJoCo study, every other run from the first;
+#   chain 0: issue 46's ExpectedReLo full-preset seeds 0-9; its 10 MinAtar confirmation runs (the MinAtar study on
+#            Breakout and Seaquest: one queue, as --shard would give one core all 10); issue 47's MuJoCo study, every
+#            other run from the first; then the rest of the MinAtar study (noisy Breakout, which no open issue needs);
 #   chain 1: ExpectedReLo's full-preset seeds 10-19; ExpectedTD's tuned regressor rate and ReLo's published offset on
 #            the pairs env, 20 seeds each (issue 46's equal tuning: on the core that MinAtar's 30 runs leave free);
 #            the MuJoCo study, every other run from the second.
@@ -30,11 +30,14 @@ step() {
 }
 if [ "$chain" = 0 ]; then
     step scripts/full_queue.sh --seeds 0 9 expected_relo_root
-    step scripts/study_queue.sh minatar 1 --seeds 5
+    step scripts/study_queue.sh minatar 1 --seeds 5 --games breakout seaquest
 else
     step scripts/full_queue.sh --seeds 10 19 expected_relo_root
     step scripts/full_queue.sh --out docs/results/full_expected_td_tuned expected_td -- --regressor-learning-rate 3e-4
     step scripts/full_queue.sh --out docs/results/full_relo_authors_offset relo -- --relo-epsilon 1e-5
 fi
 step scripts/study_queue.sh mujoco 1 --seeds 5 --shard "$chain" 2
+if [ "$chain" = 0 ]; then
+    step scripts/study_queue.sh minatar 1 --seeds 5
+fi
 echo "background_plan ${chain}: every step has ended"

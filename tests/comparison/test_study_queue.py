@@ -250,8 +250,9 @@ def test_background_chains_run_their_queues_in_order_and_go_on_past_a_failed_one
         calls.unlink()
     assert chains["0"][0] == [
         "full_queue.sh --seeds 0 9 expected_relo_root",
-        "study_queue.sh minatar 1 --seeds 5",
+        "study_queue.sh minatar 1 --seeds 5 --games breakout seaquest",
         "study_queue.sh mujoco 1 --seeds 5 --shard 0 2",
+        "study_queue.sh minatar 1 --seeds 5",
     ]
     assert "step failed (exit status 3): scripts/study_queue.sh minatar" in chains["0"][1]
     assert chains["1"][0] == [
