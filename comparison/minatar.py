@@ -42,12 +42,16 @@ Deviations (also on the results page):
 - Added: a greedy evaluation of ``eval_episodes`` episodes at every logged frame, on fixed episode seeds (capped at
   ``EVAL_MAX_FRAMES`` frames each); their code has none.
 
-A plug-in of ``comparison.study`` (``MinAtarStudy``, run by ``scripts/minatar_study.py``); a run is short enough to
-train again from its start when an interruption left it unfinished. Layout of the output folder
-(``docs/results/minatar`` by default; small files, committed as runs finish; any machine resumes from them)::
+A plug-in of ``comparison.study`` (``MinAtarStudy``, run by ``scripts/minatar_study.py``). A run saves a checkpoint
+every ``CHECKPOINT_ROWS`` logged rows (``comparison.checkpoints``), from which it resumes when a stopped machine
+interrupted it; a resumed run is not bit-identical to an uninterrupted one (the episode under way is dropped, the
+env, the replay sampling and the exploration continue from generators seeded anew), and the report names it. Layout
+of the output folder (``docs/results/minatar`` by default; small files, committed as runs finish; any machine resumes
+from them)::
 
-    runs/{game}_{variant}_s{seed}/   config.json, progress.csv (SB3's logger at each logged frame), returns.csv
-                                     (written last: a run is finished when it holds every row it should)
+    runs/{game}_{variant}_s{seed}/   config.json, progress.csv (SB3's logger at each logged frame), checkpoint/ (while
+                                     it trains; not committed), resumed.json (the frames it resumed from, if any),
+                                     returns.csv (written last: a run is finished when it holds every row it should)
     returns.csv, summary.md, learning_curves.png   the report (``comparison.minatar_report``)
 """
 
@@ -75,6 +79,8 @@ from stable_baselines3.common.logger import configure
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from stable_baselines3.common.vec_env import VecEnv
 
+from comparison import checkpoints
+from comparison.checkpoints import PROGRESS_FILE
 from comparison.experiment import write_csv_atomically
 from comparison.study import (
     JsonConfig,
@@ -82,6 +88,7 @@ from comparison.study import (
     check_integer_fields,
     check_result_rows,
     finished_result_rows,
+    holds_config,
     natural_number,
     positive_integer,
     restart_run_dir,
@@ -129,8 +136,9 @@ NOISE_STREAM = 71_077_345
 #: Length of the authors' runs, over which their beta anneals.
 THEIR_TOTAL_FRAMES = 5_000_000
 
-PROGRESS_FILE = "progress.csv"
 RETURNS_FILE = "returns.csv"
+#: Logged rows between checkpoints (100,000 frames at the default ``log_interval``: a few minutes of a run).
+CHECKPOINT_ROWS = 2
 #: Columns of a run's ``returns.csv``: one row per logged frame (0, ``log_interval``, ..., ``total_frames``).
 RETURN_COLUMNS: tuple[str, ...] = (
     "game",
@@ -423,10 +431,24 @@ def make_model(config: MinAtarConfig, env: Any) -> DQN:
         device="cpu",
         **variant.model_kwargs(),
     )
-    # SB3's linear schedule starts at frame 0; theirs at learning_starts.
-    model.exploration_schedule = EpsilonSchedule(
+    model.exploration_schedule = epsilon_schedule(config)
+    return model
+
+
+def epsilon_schedule(config: MinAtarConfig) -> EpsilonSchedule:
+    """``config``'s exploration rate: SB3's linear schedule starts at frame 0, the authors' at ``learning_starts``."""
+    return EpsilonSchedule(
         config.total_frames, config.learning_starts, config.epsilon_frames, config.epsilon_start, config.epsilon_end
     )
+
+
+def load_model(config: MinAtarConfig, path: Path, env: VecEnv) -> DQN:
+    """
+    The model of ``config``'s run saved at ``path``, on ``env``, with the authors' exploration schedule (SB3's ``load``
+    sets up its own linear one).
+    """
+    model = DQN.load(path, env=env, device="cpu")
+    model.exploration_schedule = epsilon_schedule(config)
     return model
 
 
@@ -434,18 +456,33 @@ class ReturnLog(BaseCallback):
     """
     Keeps the training episodes' returns, their moving average as the authors log it, and at frame 0 and every
     ``config.log_interval`` frames a row of ``RETURN_COLUMNS`` (with a greedy evaluation); dumps SB3's logger there.
+    Every ``CHECKPOINT_ROWS`` logged rows (between frame 0 and the last) it saves a checkpoint, at the start of the
+    next rollout, once the frame's transition is stored and trained on, so that the checkpoint is the whole state of
+    the run there.
 
     :param config: the run
+    :param run_dir: its folder
     :param eval_env: the env of the greedy evaluations
+    :param start: the checkpoint the run resumes from (None: it starts at frame 0)
     """
 
-    def __init__(self, config: MinAtarConfig, eval_env: gym.Env) -> None:
+    def __init__(
+        self, config: MinAtarConfig, run_dir: Path, eval_env: gym.Env, start: checkpoints.Checkpoint | None = None
+    ) -> None:
         super().__init__()
-        self.config, self.eval_env = config, eval_env
-        self.rows: list[dict[str, Any]] = []
-        self.episodes, self.ema = 0, 0.0
-        self._since_last: list[float] = []
+        self.config, self.run_dir, self.eval_env = config, run_dir, eval_env
+        self.rows: list[dict[str, Any]] = [] if start is None else start.rows.to_dict("records")
+        self.progress_before = pd.DataFrame() if start is None else start.progress
+        kept = {} if start is None else start.state
+        self.episodes, self.ema = int(kept.get("train_episodes", 0)), float(kept.get("train_return_ema", 0.0))
+        self._since_last: list[float] = list(kept.get("since_last_row", []))
+        self.start_frame = 0 if start is None else start.step
+        self._saved_at = self.start_frame
         self._started = time.monotonic()
+
+    def progress(self) -> pd.DataFrame:
+        """SB3's logged rows of the whole run so far: the checkpoint's, then this attempt's."""
+        return checkpoints.joined(self.progress_before, checkpoints.read_progress(self.run_dir / PROGRESS_FILE))
 
     def _log_row(self) -> None:
         seeds = range(EVAL_SEED, EVAL_SEED + self.config.eval_episodes)
@@ -466,13 +503,25 @@ class ReturnLog(BaseCallback):
             }
         )
         self._since_last = []
-        self.logger.record("time/frames_per_second", self.num_timesteps / (time.monotonic() - self._started))
+        frames = self.num_timesteps - self.start_frame
+        self.logger.record("time/frames_per_second", frames / (time.monotonic() - self._started))
         self.logger.record("rollout/train_return_ema", self.ema)
         self.logger.record("eval/return_mean", self.rows[-1]["eval_return_mean"])
         self.logger.dump(self.num_timesteps)
 
     def _on_training_start(self) -> None:
-        self._log_row()
+        if not self.rows:  # a resumed run has its rows up to its checkpoint
+            self._log_row()
+
+    def _on_rollout_start(self) -> None:
+        frame = self.num_timesteps
+        interval = CHECKPOINT_ROWS * self.config.log_interval
+        if frame % interval or not self._saved_at < frame < self.config.total_frames:
+            return
+        state = {"train_episodes": self.episodes, "train_return_ema": self.ema, "since_last_row": self._since_last}
+        rows = pd.DataFrame(self.rows, columns=list(RETURN_COLUMNS))
+        checkpoints.save_checkpoint(self.model, self.run_dir, rows, self.progress(), state)
+        self._saved_at = frame
 
     def _on_step(self) -> bool:
         for done, info in zip(self.locals["dones"], self.locals["infos"], strict=True):
@@ -488,39 +537,55 @@ class ReturnLog(BaseCallback):
 
 def train_run(config: MinAtarConfig, run_dir: Path) -> pd.DataFrame:
     """
-    Train one run into ``run_dir`` from its start (emptying the folder an interrupted attempt left):
-    ``config.json``, ``progress.csv``, then ``returns.csv``.
+    Train one run into ``run_dir``, from its checkpoint if it holds one (and ``config.json`` of ``config``), else from
+    its start (emptying the folder an interrupted attempt left): ``config.json``, ``progress.csv``, checkpoints
+    (``comparison.checkpoints``), then ``returns.csv``, then the checkpoint is deleted.
 
     :param config: the run
     :param run_dir: its folder
     :return: its ``returns.csv`` rows
-    :raises ValueError: ``run_dir`` holds another config
+    :raises ValueError: ``run_dir`` holds another config, or its checkpoint's rows are not the run's up to its frame
     """
     register_minatar()
     run_dir = Path(run_dir)
-    restart_run_dir(config, run_dir)
-    model = make_model(config, make_training_env(config))
+    checkpoint = checkpoints.checkpoint_folder(run_dir) if holds_config(config, run_dir) else None
+    env = make_training_env(config)
+    start = None
+    if checkpoint is None:
+        restart_run_dir(config, run_dir)
+        model = make_model(config, env)
+    else:
+        model, start = checkpoints.load_checkpoint(
+            checkpoint, run_dir, lambda path: load_model(config, path, env), config.seed
+        )
+        check_returns(start.rows, config, checkpoint / checkpoints.ROWS_FILE, until=start.step)
     model.set_logger(configure(str(run_dir), ["csv"]))
-    log = ReturnLog(config, gym.make(GAMES[config.game].env_id))
-    model.learn(config.total_frames, callback=log, log_interval=None)  # type: ignore[arg-type]
+    log = ReturnLog(config, run_dir, gym.make(GAMES[config.game].env_id), start)
+    remaining = config.total_frames - model.num_timesteps
+    model.learn(remaining, callback=log, log_interval=None, reset_num_timesteps=False)  # type: ignore[arg-type]
     rows = pd.DataFrame(log.rows, columns=list(RETURN_COLUMNS))
     check_returns(rows, config, run_dir / RETURNS_FILE)
+    if start is not None:  # SB3's logger wrote this attempt's rows only
+        model.logger.close()
+        write_csv_atomically(log.progress(), run_dir / PROGRESS_FILE)
     write_csv_atomically(rows, run_dir / RETURNS_FILE)
+    checkpoints.remove_checkpoints(run_dir)
     return rows
 
 
-def check_returns(rows: pd.DataFrame, config: MinAtarConfig, source: Path | str) -> None:
+def check_returns(rows: pd.DataFrame, config: MinAtarConfig, source: Path | str, until: int | None = None) -> None:
     """
-    Check that ``rows`` are a finished run of ``config``: the columns ``RETURN_COLUMNS``, one row per logged frame,
-    in order, of that game, variant and seed, finite moving averages (and evaluations, if it makes any), and the
-    evaluation episodes asked for (``comparison.study.check_result_rows``).
+    Check that ``rows`` are ``config``'s run up to frame ``until`` (``total_frames``: the finished run): the columns
+    ``RETURN_COLUMNS``, one row per logged frame, in order, of that game, variant and seed, finite moving averages
+    (and evaluations, if it makes any), and the evaluation episodes asked for (``comparison.study.check_result_rows``).
 
     :raises ValueError: naming ``source`` and what is wrong
     """
     finite = ("train_return_ema", "eval_return_mean") if config.eval_episodes else ("train_return_ema",)
     columns = ResultColumns(RETURN_COLUMNS, finite, "eval_episodes", labels=("game", "variant", "seed"), step="frame")
     run = {"game": config.game, "variant": config.variant, "seed": config.seed}
-    check_result_rows(rows, columns, run, config.logged_frames, config.eval_episodes, source)
+    frames = [frame for frame in config.logged_frames if until is None or frame <= until]
+    check_result_rows(rows, columns, run, frames, config.eval_episodes, source)
 
 
 def finished_returns(config: MinAtarConfig, run_dir: Path) -> pd.DataFrame | None:

@@ -14,6 +14,7 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from comparison.checkpoints import resumed_notes
 from comparison.experiment import write_atomically, write_csv_atomically, write_text_atomically
 from comparison.minatar import GAMES, RETURN_COLUMNS, MinAtarConfig, finished_returns
 from comparison.statistics import (
@@ -26,6 +27,7 @@ from comparison.statistics import (
     relative_difference_ci,
     same_seed_comparison,
 )
+from comparison.study import run_dir
 from comparison.study_report import collect_rows
 
 RETURNS_TABLE = "returns.csv"
@@ -206,6 +208,9 @@ def write_report(configs: Sequence[MinAtarConfig], out_dir: Path, command: str) 
                 f"{name}: `{game.env_id}` with N(0, {game.reward_noise_std:g}^2) added to each training reward (the "
                 "returns logged and the greedy evaluations are the game's own); no published figures.",
             ]
+    resumed = resumed_notes({config.run_name: run_dir(out_dir, config) for config in configs})
+    if resumed:
+        lines += ["", "Runs resumed from a checkpoint (not bit-identical to an uninterrupted run):", "", *resumed]
     if returns.empty:
         write_text_atomically("\n".join([*lines, ""]), out_dir / SUMMARY_FILE)
         return out_dir / SUMMARY_FILE

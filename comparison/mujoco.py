@@ -43,7 +43,7 @@ Deviations from the papers:
   seeds ``EVAL_SEED + i`` (the same for every run), on the task's own reward; step 0 is the untrained policy.
 - A resumed run is not bit-identical to an uninterrupted one: the training episode under way at the checkpoint is
   dropped (the env is reset, its partial return never logged), and the env, the replay sampling and the policy's
-  noise continue from generators seeded anew at the resume (``comparison.mujoco_training.resume_seed``). Each
+  noise continue from generators seeded anew at the resume (``comparison.checkpoints.resume_seed``). Each
   resume is recorded in the run's ``resumed.json``.
 
 Layout of the output folder (``docs/results/mujoco`` by default)::
@@ -62,7 +62,6 @@ the training is in ``comparison.mujoco_training``, the report in ``comparison.mu
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -118,7 +117,6 @@ DEFAULT_EVAL_FREQ = 10_000
 DEFAULT_LEARNING_STARTS = 10_000
 
 EVALUATIONS_FILE = "evaluations.csv"
-RESUMED_FILE = "resumed.json"
 #: Columns of a run's ``evaluations.csv``: one row per evaluation step (0, ``eval_freq``, ..., ``total_steps``).
 EVALUATION_COLUMNS: tuple[str, ...] = (
     "task",
@@ -221,12 +219,6 @@ def finished_evaluations(config: MuJoCoConfig, run_dir: Path) -> pd.DataFrame | 
     :raises ValueError: naming the file, if ``run_dir`` holds another config
     """
     return finished_result_rows(config, run_dir, EVALUATIONS_FILE, check_evaluations)
-
-
-def resumed_steps(run_dir: Path) -> list[int]:
-    """The steps from which the run in ``run_dir`` has resumed, in order (``resumed.json``; none if it has not)."""
-    path = Path(run_dir) / RESUMED_FILE
-    return [int(step) for step in json.loads(path.read_text())["resumed_at"]] if path.exists() else []
 
 
 def plan_runs(

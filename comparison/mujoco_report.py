@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from comparison.checkpoints import resumed_notes
 from comparison.experiment import write_csv_atomically, write_text_atomically
 from comparison.mujoco import (
     EVALUATION_COLUMNS,
     TASKS,
     MuJoCoConfig,
     finished_evaluations,
-    resumed_steps,
 )
 from comparison.statistics import (
     DEFAULT_BOOTSTRAP,
@@ -184,12 +184,6 @@ def noise_notes(configs: Sequence[MuJoCoConfig]) -> list[str]:
     ]
 
 
-def resumed_notes(configs: Sequence[MuJoCoConfig], out_dir: Path) -> list[str]:
-    """A line for each run of ``configs`` that resumed from a checkpoint, with the steps."""
-    resumed = {config.run_name: resumed_steps(run_dir(out_dir, config)) for config in configs}
-    return [f"- {name}: resumed at step {', '.join(map(str, steps))}" for name, steps in resumed.items() if steps]
-
-
 def write_report(configs: Sequence[MuJoCoConfig], out_dir: Path, command: str) -> Path:
     """
     Write ``returns.csv`` (all finished runs), ``learning_curves.png`` and ``summary.md`` into ``out_dir``.
@@ -216,7 +210,7 @@ def write_report(configs: Sequence[MuJoCoConfig], out_dir: Path, command: str) -
     ]
     for note in noise_notes(configs):
         lines += ["", note]
-    resumed = resumed_notes(configs, out_dir)
+    resumed = resumed_notes({config.run_name: run_dir(out_dir, config) for config in configs})
     if resumed:
         lines += ["", "Runs resumed from a checkpoint (not bit-identical to an uninterrupted run):", "", *resumed]
     if not returns.empty:

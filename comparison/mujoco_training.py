@@ -3,22 +3,14 @@ The training of the MuJoCo study's runs (``comparison/mujoco.py`` defines the st
 env, ``sb3_per.SAC`` with each variant's replay, the evaluations, and the checkpoints a run resumes from.
 
 A run's folder, while it trains: ``config.json`` first; SB3's ``progress.csv`` (a row per evaluation); every
-``checkpoint_freq`` steps a ``checkpoint/`` folder (``model.zip``, ``replay_buffer.pkl``, the evaluation rows so far
-``rows.csv``, ``progress.csv`` so far, ``state.json``), written whole into ``checkpoint.partial/`` and then put in
-place by renames (an interruption between them leaves ``checkpoint.previous/``, which counts); at the end
-``evaluations.csv``, after which the checkpoint is deleted. A run resumed from its checkpoint keeps the rows up to
-there and continues SB3's ``progress.csv`` after them (SB3's logger starts the file anew: the rows are joined at each
-checkpoint and at the end). An interruption between ``evaluations.csv`` and the deletion leaves a checkpoint beside a
-finished run: it is never used again (the run is finished), and may be deleted by hand.
+``checkpoint_freq`` steps a checkpoint (``comparison.checkpoints``); at the end ``evaluations.csv``, after which the
+checkpoint is deleted.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import math
-import os
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,32 +25,21 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import VecEnv
 
-from comparison.experiment import write_csv_atomically, write_text_atomically
+from comparison import checkpoints
+from comparison.checkpoints import PROGRESS_FILE, checkpoint_folder, joined, read_progress, remove_checkpoints
+from comparison.experiment import write_csv_atomically
 from comparison.minatar import RewardNoise
 from comparison.mujoco import (
     EVAL_SEED,
     EVALUATION_COLUMNS,
     EVALUATIONS_FILE,
-    RESUMED_FILE,
     TASKS,
     MuJoCoConfig,
     check_evaluations,
-    resumed_steps,
 )
 from comparison.study import holds_config, restart_run_dir
 from comparison.study_training import play_episodes
 from sb3_per import LA3P, PER, SAC, PrioritizedReplayBuffer, ReLo
-
-PROGRESS_FILE = "progress.csv"
-CHECKPOINT_DIR = "checkpoint"
-#: Where a checkpoint is written before it is put in place.
-PARTIAL_CHECKPOINT_DIR = "checkpoint.partial"
-#: Where the checkpoint it replaces waits until it is in place.
-PREVIOUS_CHECKPOINT_DIR = "checkpoint.previous"
-MODEL_FILE = "model.zip"
-BUFFER_FILE = "replay_buffer.pkl"
-ROWS_FILE = "rows.csv"
-STATE_FILE = "state.json"
 
 #: Each variant's keyword arguments of ``sb3_per.SAC`` (made fresh for each run: SAC gives its buffer's its gamma).
 VARIANT_SETTINGS: dict[str, Callable[[], dict[str, Any]]] = {
@@ -133,11 +114,6 @@ def evaluation_returns(model: Any, env: gym.Env, episodes: int) -> list[float]:
     return [outcome.total for outcome in play_episodes(model, env, range(EVAL_SEED, EVAL_SEED + episodes))]
 
 
-def resume_seed(config: MuJoCoConfig, step: int) -> int:
-    """The seed of the generators (env, replay sampling, policy noise) of ``config``'s run resumed at ``step``."""
-    return int(np.random.SeedSequence([config.seed, step]).generate_state(1)[0])
-
-
 @dataclass
 class RunStart:
     """
@@ -151,20 +127,6 @@ class RunStart:
     rows: list[dict[str, Any]] = field(default_factory=list)
     progress: pd.DataFrame = field(default_factory=pd.DataFrame)
     elapsed_s: float = 0.0
-
-
-def read_progress(path: Path) -> pd.DataFrame:
-    """The rows of SB3's ``progress.csv`` at ``path`` (none if it is missing or empty)."""
-    try:
-        return pd.read_csv(path)
-    except (FileNotFoundError, pd.errors.EmptyDataError):
-        return pd.DataFrame()
-
-
-def joined(*frames: pd.DataFrame) -> pd.DataFrame:
-    """The rows of ``frames`` one after the other (empty frames left out)."""
-    kept = [frame for frame in frames if not frame.empty]
-    return pd.concat(kept, ignore_index=True) if kept else pd.DataFrame()
 
 
 class EvaluationLog(BaseCallback):
@@ -244,43 +206,11 @@ class EvaluationLog(BaseCallback):
 
 def save_checkpoint(model: SAC, log: EvaluationLog) -> None:
     """
-    Save the run's state into ``checkpoint/`` of its folder, in place of the one there: the model, its replay
-    buffer, the evaluation rows and SB3's logged rows so far, the step and the seconds trained.
+    Save the run's state into ``checkpoint/`` of its folder (``comparison.checkpoints.save_checkpoint``): the model,
+    its replay buffer, the evaluation rows and SB3's logged rows so far, the step and the seconds trained.
     """
-    partial = log.run_dir / PARTIAL_CHECKPOINT_DIR
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir()
-    model.save(partial / MODEL_FILE)
-    model.save_replay_buffer(partial / BUFFER_FILE)
-    pd.DataFrame(log.rows, columns=list(EVALUATION_COLUMNS)).to_csv(partial / ROWS_FILE, index=False)
-    log.progress().to_csv(partial / PROGRESS_FILE, index=False)
-    state = {"num_timesteps": model.num_timesteps, "elapsed_s": log.elapsed_s()}
-    (partial / STATE_FILE).write_text(json.dumps(state))
-    put_in_place(partial, log.run_dir)
-
-
-def put_in_place(partial: Path, run_dir: Path) -> None:
-    """Make the complete checkpoint ``partial`` the run's ``checkpoint/``, by renames (the old one is deleted)."""
-    current, previous = run_dir / CHECKPOINT_DIR, run_dir / PREVIOUS_CHECKPOINT_DIR
-    if current.exists():
-        shutil.rmtree(previous, ignore_errors=True)
-        os.replace(current, previous)
-    os.replace(partial, current)
-    shutil.rmtree(previous, ignore_errors=True)
-
-
-def checkpoint_folder(run_dir: Path) -> Path | None:
-    """The run's checkpoint: ``checkpoint/``, or ``checkpoint.previous/`` if a save stopped between its renames."""
-    for name in (CHECKPOINT_DIR, PREVIOUS_CHECKPOINT_DIR):
-        if (run_dir / name).is_dir():
-            return run_dir / name
-    return None
-
-
-def remove_checkpoints(run_dir: Path) -> None:
-    """Delete the run's checkpoint folders."""
-    for name in (CHECKPOINT_DIR, PREVIOUS_CHECKPOINT_DIR, PARTIAL_CHECKPOINT_DIR):
-        shutil.rmtree(run_dir / name, ignore_errors=True)
+    rows = pd.DataFrame(log.rows, columns=list(EVALUATION_COLUMNS))
+    checkpoints.save_checkpoint(model, log.run_dir, rows, log.progress(), {"elapsed_s": log.elapsed_s()})
 
 
 def fresh_start(config: MuJoCoConfig, run_dir: Path) -> tuple[SAC, RunStart]:
@@ -291,22 +221,17 @@ def fresh_start(config: MuJoCoConfig, run_dir: Path) -> tuple[SAC, RunStart]:
 
 def resumed_start(config: MuJoCoConfig, run_dir: Path, checkpoint: Path) -> tuple[SAC, RunStart]:
     """
-    The model and state of ``config``'s run as its ``checkpoint`` holds them, on a new training env (reset at the
-    next ``learn``), the generators seeded by ``resume_seed``; the step is added to ``resumed.json``.
+    The model and state of ``config``'s run as its ``checkpoint`` holds them, on a new training env
+    (``comparison.checkpoints.load_checkpoint``).
 
     :raises ValueError: the checkpoint's rows are not the run's up to its step
     """
-    state = json.loads((checkpoint / STATE_FILE).read_text())
-    step = int(state["num_timesteps"])
-    rows = pd.read_csv(checkpoint / ROWS_FILE)
-    check_evaluations(rows, config, checkpoint / ROWS_FILE, until=step)
-    model = SAC.load(checkpoint / MODEL_FILE, env=make_training_env(config), device="cpu")
-    model.load_replay_buffer(checkpoint / BUFFER_FILE)
-    model.set_random_seed(resume_seed(config, step))
-    model._last_obs = None  # type: ignore[assignment]  # the saved one is of the old env: learn resets the new one
-    write_text_atomically(json.dumps({"resumed_at": [*resumed_steps(run_dir), step]}), run_dir / RESUMED_FILE)
-    start = RunStart(rows.to_dict("records"), read_progress(checkpoint / PROGRESS_FILE), float(state["elapsed_s"]))
-    return model, start
+    env = make_training_env(config)
+    model, saved = checkpoints.load_checkpoint(
+        checkpoint, run_dir, lambda path: SAC.load(path, env=env, device="cpu"), config.seed
+    )
+    check_evaluations(saved.rows, config, checkpoint / checkpoints.ROWS_FILE, until=saved.step)
+    return model, RunStart(saved.rows.to_dict("records"), saved.progress, float(saved.state["elapsed_s"]))
 
 
 def train_run(config: MuJoCoConfig, run_dir: Path) -> pd.DataFrame:

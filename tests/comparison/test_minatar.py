@@ -16,7 +16,9 @@ import torch as th
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.env_util import make_vec_env
 
+from comparison import checkpoints, minatar
 from comparison.minatar import (
+    CHECKPOINT_ROWS,
     GAMES,
     PROGRESS_FILE,
     RETURN_COLUMNS,
@@ -26,7 +28,9 @@ from comparison.minatar import (
     MinAtarGame,
     MinAtarStudy,
     RewardNoise,
+    epsilon_schedule,
     finished_returns,
+    load_model,
     make_model,
     make_training_env,
     plan_runs,
@@ -258,6 +262,76 @@ def test_a_run_that_an_interrupted_attempt_left_is_trained_again(tmp_path: Path)
     progress = run_study(STUDY, [config], tmp_path, announce=lambda line: None)
     assert progress.trained == [config.run_name]
     assert finished_in(tmp_path, config) is not None
+
+
+class Interrupted(Exception):
+    """Stands for the end of a session, right after a checkpoint."""
+
+
+@pytest.mark.slow
+def test_an_interrupted_run_resumes_from_its_checkpoint_and_records_where(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = MinAtarConfig(game="breakout", variant="per", seed=0, **{**TINY, "total_frames": 600})
+    directory = run_dir(tmp_path, config)
+    save = checkpoints.save_checkpoint
+
+    def save_then_stop(*args, **kwargs) -> None:
+        save(*args, **kwargs)
+        raise Interrupted
+
+    with monkeypatch.context() as patch:
+        patch.setattr(checkpoints, "save_checkpoint", save_then_stop)
+        with pytest.raises(Interrupted):
+            STUDY.train(config, directory)
+    checkpoint = directory / checkpoints.CHECKPOINT_DIR
+    state = json.loads((checkpoint / checkpoints.STATE_FILE).read_text())
+    assert state["num_timesteps"] == 400 == CHECKPOINT_ROWS * TINY["log_interval"]
+    saved = pd.read_csv(checkpoint / checkpoints.ROWS_FILE)
+    assert list(saved["frame"]) == [0, 200, 400] and state["train_episodes"] == saved["train_episodes"].iloc[-1]
+    assert finished_in(tmp_path, config) is None
+
+    progress = run_study(STUDY, [config], tmp_path, announce=lambda line: None)
+    assert progress.trained == [config.run_name] and progress.pending == []
+    rows = finished_in(tmp_path, config)
+    assert rows is not None and list(rows["frame"]) == [0, 200, 400, 600]
+    pd.testing.assert_frame_equal(rows.iloc[:3], saved)  # kept from the checkpoint, not trained again
+    assert rows["train_episodes"].is_monotonic_increasing
+    assert json.loads((directory / checkpoints.RESUMED_FILE).read_text()) == {"resumed_at": [400]}
+    logged = pd.read_csv(directory / PROGRESS_FILE)  # the checkpoint's rows, then the resumed attempt's
+    assert list(logged["eval/return_mean"]) == list(rows["eval_return_mean"])
+    assert checkpoints.checkpoint_folder(directory) is None
+    summary = write_report([config], tmp_path, "command").read_text()
+    assert "- breakout_per_s0: resumed at step 400" in summary
+
+
+def test_checkpoints_leave_an_uninterrupted_run_bit_identical(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    config = MinAtarConfig(game="seaquest", variant="per", seed=1, **{**TINY, "total_frames": 600})
+    save, saved_at = checkpoints.save_checkpoint, []
+
+    def counted(model, *args, **kwargs) -> None:
+        saved_at.append(model.num_timesteps)
+        save(model, *args, **kwargs)
+
+    monkeypatch.setattr(checkpoints, "save_checkpoint", counted)
+    returns = {}
+    for rows_between in (1, 100):  # a checkpoint at every logged row between the first and the last, and none
+        monkeypatch.setattr(minatar, "CHECKPOINT_ROWS", rows_between)
+        directory = tmp_path / str(rows_between)
+        STUDY.train(config, directory)
+        returns[rows_between] = (directory / RETURNS_FILE).read_bytes()
+        assert not (directory / checkpoints.RESUMED_FILE).exists() and checkpoints.checkpoint_folder(directory) is None
+    assert saved_at == [200, 400] and returns[1] == returns[100]
+
+
+def test_a_loaded_model_keeps_the_authors_exploration_schedule(tmp_path: Path) -> None:
+    config = MinAtarConfig(game="breakout", variant="dqn", **TINY)
+    register_minatar()
+    model = make_model(config, make_training_env(config))
+    model.save(tmp_path / "model.zip")
+    loaded = load_model(config, tmp_path / "model.zip", make_training_env(config))
+    assert loaded.exploration_schedule == epsilon_schedule(config) == model.exploration_schedule
+    assert isinstance(loaded.exploration_schedule, EpsilonSchedule)
 
 
 def test_a_returns_file_missing_its_last_row_is_not_a_finished_run(tiny_study: Path, tmp_path: Path) -> None:

@@ -18,11 +18,11 @@ from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.monitor import Monitor
 
 import comparison.mujoco_training as training
+from comparison import checkpoints
 from comparison.minatar import RewardNoise
 from comparison.mujoco import (
     EVALUATION_COLUMNS,
     EVALUATIONS_FILE,
-    RESUMED_FILE,
     VARIANTS,
     MuJoCoConfig,
     MuJoCoStudy,
@@ -203,28 +203,6 @@ def test_finished_needs_the_whole_file_and_refuses_another_config(tmp_path: Path
     assert (directory / CONFIG_FILE).read_text() == config.to_json()
 
 
-def test_a_checkpoint_is_put_in_place_whole_and_one_cut_between_renames_still_counts(tmp_path: Path):
-    def partial_holding(name: str) -> Path:
-        partial = tmp_path / training.PARTIAL_CHECKPOINT_DIR
-        partial.mkdir()
-        (partial / name).write_text(name)
-        return partial
-
-    assert training.checkpoint_folder(tmp_path) is None
-    training.put_in_place(partial_holding("first"), tmp_path)
-    training.put_in_place(partial_holding("second"), tmp_path)
-    current = tmp_path / training.CHECKPOINT_DIR
-    assert training.checkpoint_folder(tmp_path) == current and [path.name for path in current.iterdir()] == ["second"]
-    assert sorted(path.name for path in tmp_path.iterdir()) == [training.CHECKPOINT_DIR]
-    current.rename(tmp_path / training.PREVIOUS_CHECKPOINT_DIR)  # a save cut between its two renames
-    assert training.checkpoint_folder(tmp_path) == tmp_path / training.PREVIOUS_CHECKPOINT_DIR
-    training.put_in_place(partial_holding("third"), tmp_path)
-    assert [path.name for path in current.iterdir()] == ["third"]
-    assert sorted(path.name for path in tmp_path.iterdir()) == [training.CHECKPOINT_DIR]
-    training.remove_checkpoints(tmp_path)
-    assert training.checkpoint_folder(tmp_path) is None
-
-
 def test_the_report_compares_each_variant_with_uniform_per_task_and_across_tasks(tmp_path: Path):
     finals = {("hopper", "uniform"): (100.0, 200.0, 300.0), ("hopper", "per"): (150.0, 250.0, 250.0)}
     finals |= {("hopper_noisy", "uniform"): (50.0, 60.0, 70.0), ("hopper_noisy", "relo"): (40.0, 50.0, 90.0)}
@@ -235,7 +213,7 @@ def test_the_report_compares_each_variant_with_uniform_per_task_and_across_tasks
     ]
     for config in configs:
         write_finished_run(tmp_path, config, finals[config.task, config.variant][config.seed])
-    (run_dir(tmp_path, configs[4]) / RESUMED_FILE).write_text(json.dumps({"resumed_at": [400]}))
+    (run_dir(tmp_path, configs[4]) / checkpoints.RESUMED_FILE).write_text(json.dumps({"resumed_at": [400]}))
     unfinished = MuJoCoConfig(task="hopper", variant="la3p", seed=0, **TINY)
     summary = MuJoCoStudy().report([*configs, unfinished], tmp_path, "python scripts/mujoco_study.py run").read_text()
     assert summary.splitlines()[0].startswith("# MuJoCo")
@@ -298,7 +276,7 @@ def test_an_interrupted_run_resumes_from_its_checkpoint_and_records_where(
         patch.setattr(training, "save_checkpoint", save_then_stop)
         with pytest.raises(Interrupted):
             study.train(config, directory)
-    checkpoint = directory / training.CHECKPOINT_DIR
+    checkpoint = directory / checkpoints.CHECKPOINT_DIR
     assert {path.name for path in checkpoint.iterdir()} == {"model.zip", "replay_buffer.pkl", "rows.csv"} | {
         "progress.csv",
         "state.json",
@@ -315,9 +293,9 @@ def test_an_interrupted_run_resumes_from_its_checkpoint_and_records_where(
     pd.testing.assert_frame_equal(rows.iloc[:3], saved)  # kept from the checkpoint, not trained again
     assert rows["elapsed_s"].is_monotonic_increasing and np.isfinite(rows["eval_return_mean"]).all()
     assert rows["train_return_mean"].iloc[1:].notna().all()  # Hopper's random episodes end within 200 steps
-    assert json.loads((directory / RESUMED_FILE).read_text()) == {"resumed_at": [400]}
+    assert json.loads((directory / checkpoints.RESUMED_FILE).read_text()) == {"resumed_at": [400]}
     assert list(pd.read_csv(directory / "progress.csv")["time/total_timesteps"]) == [0, 200, 400, 600]
-    assert training.checkpoint_folder(directory) is None and study.finished(config, directory)
+    assert checkpoints.checkpoint_folder(directory) is None and study.finished(config, directory)
     summary = study.report([config], tmp_path, "command").read_text()
     assert "Finished runs: 1 of 1 planned." in summary and "- hopper_la3p_s0: resumed at step 400" in summary
     assert len(pd.read_csv(tmp_path / RETURNS_TABLE)) == 4
