@@ -28,7 +28,7 @@ from stable_baselines3.common.buffers import DictReplayBuffer, ReplayBuffer
 from stable_baselines3.common.type_aliases import TensorDict
 from stable_baselines3.common.vec_env import VecNormalize
 
-from sb3_per.checks import check_memory_optimization, checked_bool
+from sb3_per.checks import check_memory_optimization, check_storage_arguments, checked_bool
 from sb3_per.n_step import check_n_step_parameters, n_step_targets
 from sb3_per.priority_sampler import DEFAULT_WEIGHT_NORMALIZATION, PrioritySampler, buffer_state_with_sampler
 from sb3_per.replay_tags import ReplayTagsMixin, TagPriorityMass, checked_stored_leaves
@@ -547,6 +547,7 @@ class PrioritizedReplayBuffer(PrioritizedBufferMixin, ReplayBuffer):
         inverse_sampling: bool = False,
         priority_half_life: float | None = None,
     ):
+        check_storage_arguments(buffer_size, n_envs, optimize_memory_usage, handle_timeout_termination)
         check_n_step_parameters(n_steps, gamma)
         if n_steps > 1 and optimize_memory_usage:
             raise ValueError("n_steps > 1 does not support optimize_memory_usage=True, as in SB3's NStepReplayBuffer")
@@ -626,6 +627,7 @@ class PrioritizedDictReplayBuffer(PrioritizedBufferMixin, DictReplayBuffer):
         inverse_sampling: bool = False,
         priority_half_life: float | None = None,
     ):
+        check_storage_arguments(buffer_size, n_envs, optimize_memory_usage, handle_timeout_termination)
         check_n_step_parameters(n_steps, gamma)
         if not isinstance(observation_space, spaces.Dict):
             raise ValueError(

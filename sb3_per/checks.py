@@ -82,6 +82,20 @@ def checked_choice(name: str, value: Any, choices: Sequence[str]) -> str:
     raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}")
 
 
+def check_storage_arguments(
+    buffer_size: Any, n_envs: Any, optimize_memory_usage: Any, handle_timeout_termination: Any
+) -> None:
+    """
+    Raise ``ValueError``, naming the parameter and its value, unless ``buffer_size`` and ``n_envs`` are positive
+    integers and ``optimize_memory_usage`` and ``handle_timeout_termination`` bools (SB3's buffer would take a size of
+    0 as one slot, and fail on 0 envs with ``ZeroDivisionError``).
+    """
+    checked_positive_integer("buffer_size", buffer_size)
+    checked_positive_integer("n_envs", n_envs)
+    checked_bool("optimize_memory_usage", optimize_memory_usage)
+    checked_bool("handle_timeout_termination", handle_timeout_termination)
+
+
 def check_memory_optimization(optimize_memory_usage: bool, buffer_size: int, n_envs: int) -> None:
     """
     Raise ``ValueError`` where ``optimize_memory_usage=True`` leaves one slot per env (SB3's split of ``buffer_size``

@@ -91,8 +91,9 @@ class DQN(DQNTrainingSteps, stable_baselines3.DQN):
     The parameters are ``stable_baselines3.DQN``'s, plus:
 
     :param replay_scheme: What each gradient step trains on, its loss and its priorities: ``PER()``, ``LAP()``
-        (its authors use ``min_priority=0.01`` for Atari) or ``PAL()`` (``sb3_per.schemes``); ``LA3P`` prioritizes
-        an actor's batches and is refused. ``None`` (default): ``PER()`` with a prioritized buffer, SB3's own
+        (its authors use ``min_priority=0.01`` for Atari), ``PAL()``, ``ReLo()``, ``ExpectedTD()`` or
+        ``ExpectedReLo()`` (``sb3_per.schemes``); ``LA3P``, which prioritizes an actor's batches, and ``UPER``, which
+        needs quantile critics, are refused. ``None`` (default): ``PER()`` with a prioritized buffer, SB3's own
         training with any other
     """
 

@@ -18,7 +18,7 @@ from stable_baselines3.her.goal_selection_strategy import KEY_TO_GOAL_STRATEGY, 
 from stable_baselines3.her.her_replay_buffer import HerReplayBuffer
 
 from sb3_per.buffers import PrioritizedBufferMixin
-from sb3_per.checks import checked_bool
+from sb3_per.checks import check_storage_arguments, checked_bool
 from sb3_per.priority_sampler import DEFAULT_WEIGHT_NORMALIZATION, buffer_state_with_sampler
 from sb3_per.samples import PrioritizedDictReplayBufferSamples
 
@@ -122,6 +122,7 @@ class PrioritizedHerReplayBuffer(PrioritizedBufferMixin, HerReplayBuffer):
         inverse_sampling: bool = False,
         priority_half_life: float | None = None,
     ):
+        check_storage_arguments(buffer_size, n_envs, optimize_memory_usage, handle_timeout_termination)
         check_her_parameters(
             observation_space, env, optimize_memory_usage, n_sampled_goal, goal_selection_strategy, copy_info_dict
         )
@@ -242,11 +243,14 @@ class PrioritizedHerReplayBuffer(PrioritizedBufferMixin, HerReplayBuffer):
         order = np.random.permutation(len(leaves))  # noqa: NPY002 (the global generator, as SB3's buffers)
         n_virtual = int(self.her_ratio * len(leaves))
         virtual, real = order[:n_virtual], order[n_virtual:]
-        real_data = self._get_real_samples(*np.divmod(leaves[real], self.n_envs), env)
-        virtual_data = self._get_virtual_samples(*np.divmod(leaves[virtual], self.n_envs), env)
+        parts = [
+            gather(*np.divmod(leaves[part], self.n_envs), env)
+            for gather, part in ((self._get_real_samples, real), (self._get_virtual_samples, virtual))
+            if len(part)  # an env's compute_reward may not take an empty batch (n_sampled_goal=0, a batch of 1)
+        ]
         batch_order = np.concatenate((real, virtual))
         return self.samples_class(
-            **concatenated_samples(real_data, virtual_data)._asdict(),
+            **(parts[0] if len(parts) == 1 else concatenated_samples(*parts))._asdict(),
             weights=self._to_torch(weights[batch_order].astype(np.float32).reshape(-1, 1)),
             indices=leaves[batch_order],
             stamps=stamps[batch_order],

@@ -85,28 +85,24 @@ def check_replay_scheme(replay_scheme: ReplayScheme | None, algorithm: Any) -> R
     return replay_scheme
 
 
-def buffer_kwargs_with_scheme_settings(
-    replay_scheme: ReplayScheme | None,
-    algorithm: Any,
-    replay_buffer_class: type[ReplayBuffer] | None,
-    replay_buffer_kwargs: dict[str, Any],
+def scheme_buffer_settings(
+    replay_scheme: ReplayScheme | None, algorithm: Any, replay_buffer_class: type[ReplayBuffer] | None
 ) -> dict[str, Any]:
     """
-    ``replay_buffer_kwargs`` over the scheme's paper settings (``ReplayScheme.buffer_settings``): the user's values
-    win. Unchanged where there is no scheme or the buffer is not prioritized.
+    The scheme's paper settings of a prioritized buffer (``ReplayScheme.buffer_settings``), which the user's
+    ``replay_buffer_kwargs`` override; none where there is no scheme or the buffer is not prioritized.
 
     :param replay_scheme: the model's scheme
     :param algorithm: the algorithm's class
     :param replay_buffer_class: the model's buffer class
-    :param replay_buffer_kwargs: the user's buffer arguments (left as they are: the result is a new dict)
     """
     if (
         replay_scheme is None
         or replay_buffer_class is None
         or not issubclass(replay_buffer_class, PrioritizedBufferMixin)
     ):
-        return replay_buffer_kwargs
-    return {**replay_scheme.buffer_settings(algorithm), **replay_buffer_kwargs}
+        return {}
+    return replay_scheme.buffer_settings(algorithm)
 
 
 def constructor_with_replay_scheme(algorithm_class: type) -> Callable[..., None]:
@@ -126,7 +122,11 @@ def constructor_with_replay_scheme(algorithm_class: type) -> Callable[..., None]
         self: PrioritizedReplayMixin, *args: Any, replay_scheme: ReplayScheme | None = None, **kwargs: Any
     ) -> None:
         self._init_replay_scheme(replay_scheme)
-        super(PrioritizedReplayMixin, self).__init__(*args, **kwargs)
+        self._constructing = True  # what replay_buffer_kwargs hold is the user's, not a saved model's
+        try:
+            super(PrioritizedReplayMixin, self).__init__(*args, **kwargs)
+        finally:
+            del self._constructing
 
     __init__.__signature__ = signature_with_replay_scheme(algorithm_class)  # type: ignore[attr-defined]
     return __init__
@@ -182,6 +182,8 @@ class PrioritizedReplayMixin:
     replay_scheme: ReplayScheme | None
     replay_scheme_state: SchemeState | None
     replay_telemetry: ReplayTelemetry
+    #: Set only while the constructor runs: replay_buffer_kwargs are then the user's, not a loaded model's
+    _constructing: bool
 
     # Set by the SB3 algorithm this is mixed into
     replay_buffer: ReplayBuffer | None
@@ -204,11 +206,18 @@ class PrioritizedReplayMixin:
         # Every way a scheme arrives (the constructor, load's keyword or custom_objects) is checked here
         check_replay_scheme(self.replay_scheme, type(self))
         check_replay_buffer_arguments(self.replay_buffer_class, self.replay_buffer_kwargs)
-        self.replay_buffer_kwargs = buffer_kwargs_with_scheme_settings(
-            self.replay_scheme, type(self), self.replay_buffer_class, self.replay_buffer_kwargs
-        )
-        self._give_gamma_to_the_replay_buffer()
-        super()._setup_model()  # type: ignore[misc]
+        # The buffer is made with the scheme's settings under the user's values, and the model's gamma. What save
+        # keeps is the user's values, what SB3 adds while it sets up (its n-step buffer's), and the buffer's gamma
+        # (stock SB3 loads the zip with it): never a scheme setting, so that a model loaded with another scheme gets
+        # that one's.
+        users = self.replay_buffer_kwargs
+        settings = scheme_buffer_settings(self.replay_scheme, type(self), self.replay_buffer_class)
+        self.replay_buffer_kwargs = {**settings, **users, **self._buffer_gamma(users)}
+        try:
+            super()._setup_model()  # type: ignore[misc]
+        finally:
+            kept = self.replay_buffer_kwargs.items()
+            self.replay_buffer_kwargs = {key: value for key, value in kept if key in users or key not in settings}
         self._check_replay_buffer(self.replay_buffer)
         # What the scheme learns of its own (ExpectedTD's regressor); a loaded model continues its saved checkpoint
         checkpoint = self.__dict__.pop(SCHEME_CHECKPOINT, None)
@@ -255,22 +264,22 @@ class PrioritizedReplayMixin:
     def _excluded_save_params(self) -> list[str]:
         return [*super()._excluded_save_params(), "replay_scheme_state"]  # type: ignore[misc]
 
-    def _give_gamma_to_the_replay_buffer(self) -> None:
+    def _buffer_gamma(self, replay_buffer_kwargs: dict[str, Any]) -> dict[str, float]:
         """
-        A prioritized buffer discounts its n-step returns with the algorithm's ``gamma`` unless
-        ``replay_buffer_kwargs`` name another one, which raises ``ValueError``.
+        The ``gamma`` a prioritized buffer discounts its n-step returns with: the algorithm's (none for another
+        buffer). One in the user's ``replay_buffer_kwargs`` that differs raises ``ValueError``; one saved with a
+        model that is loaded with another ``gamma`` gives way to it.
         """
         buffer_class = self.replay_buffer_class
         if buffer_class is None or not issubclass(buffer_class, PrioritizedBufferMixin):
-            return
-        buffer_gamma = self.replay_buffer_kwargs.get("gamma", self.gamma)
-        if buffer_gamma != self.gamma:
+            return {}
+        buffer_gamma = replay_buffer_kwargs.get("gamma", self.gamma)
+        if buffer_gamma != self.gamma and getattr(self, "_constructing", False):
             raise ValueError(
                 f"replay_buffer_kwargs gamma={buffer_gamma!r} (the n-step returns' discount) disagrees with the "
                 f"algorithm's gamma={self.gamma!r}: leave it out of replay_buffer_kwargs or make them equal"
             )
-        # A new dict: SB3 keeps the one the user passed, which is theirs.
-        self.replay_buffer_kwargs = {**self.replay_buffer_kwargs, "gamma": self.gamma}
+        return {"gamma": self.gamma}
 
     def load_replay_buffer(self, path: Any, truncate_last_traj: bool = True) -> None:
         """

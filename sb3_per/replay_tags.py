@@ -20,7 +20,7 @@ from gymnasium import spaces
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.vec_env import VecNormalize
 
-from sb3_per.checks import check_memory_optimization
+from sb3_per.checks import check_memory_optimization, check_storage_arguments
 
 UNKNOWN_TAG = -1
 #: The most distinct tags a buffer stores at once: each has a slot, and the telemetry logs keys per tag. Past it, a new
@@ -231,6 +231,12 @@ class TaggedReplayBuffer(ReplayTagsMixin, ReplayBuffer):
             raise ValueError(
                 f"TaggedReplayBuffer needs tag_key, the info key to tag transitions by (e.g. "
                 f"replay_buffer_kwargs=dict(tag_key='regime')), got {tag_key!r}"
+            )
+        check_storage_arguments(buffer_size, n_envs, optimize_memory_usage, handle_timeout_termination)
+        if isinstance(observation_space, spaces.Dict):
+            raise ValueError(
+                "TaggedReplayBuffer stores array observations, but observation_space is a Dict: tag a Dict buffer's "
+                "transitions with PrioritizedDictReplayBuffer(tag_key=...)"
             )
         check_memory_optimization(optimize_memory_usage, buffer_size, n_envs)
         super().__init__(

@@ -271,7 +271,8 @@ class SAC(SACTrainingSteps, stable_baselines3.SAC):
     :param device: Device (cpu, cuda, ...) on which the code should be run.
         Setting it to auto, the code will be run on the GPU if possible.
     :param replay_scheme: What each gradient step trains on, its critic loss and its priorities: ``PER()``,
-        ``LAP()``, ``PAL()``, ``LA3P()`` (``sb3_per.schemes``, one class per paper, each with its parameters).
+        ``LAP()``, ``PAL()``, ``LA3P()``, ``ReLo()``, ``ExpectedTD()`` or ``ExpectedReLo()`` (``sb3_per.schemes``,
+        one class per paper, each with its parameters); ``UPER`` needs TQC's quantile critics and is refused.
         ``None`` (default): ``PER()`` with a prioritized buffer, SB3's own training with any other
     :param _init_setup_model: Whether or not to build the network at the creation of the instance
     """

@@ -157,7 +157,8 @@ class TD3(TD3TrainingSteps, stable_baselines3.TD3):
     prioritized replay, with its options ``alpha``, ``beta_start``, ... in ``replay_buffer_kwargs``), plus:
 
     :param replay_scheme: What each gradient step trains on, its critic loss and its priorities: ``PER()``,
-        ``LAP()``, ``PAL()``, ``LA3P()`` (``sb3_per.schemes``). ``None`` (default): ``PER()`` with a prioritized
+        ``LAP()``, ``PAL()``, ``LA3P()``, ``ReLo()``, ``ExpectedTD()`` or ``ExpectedReLo()`` (``sb3_per.schemes``);
+        ``UPER`` needs TQC's quantile critics and is refused. ``None`` (default): ``PER()`` with a prioritized
         buffer, SB3's own training with any other
     """
 

@@ -44,8 +44,9 @@ class TQC(SACTrainingSteps, sb3_contrib.TQC):
     replay, with its options ``alpha``, ``beta_start``, ... in ``replay_buffer_kwargs``), plus:
 
     :param replay_scheme: What each gradient step trains on, its critic loss and its priorities: ``PER()``,
-        ``ReLo()`` or ``UPER()`` (``sb3_per.schemes``). ``None`` (default): ``PER()`` with a prioritized buffer,
-        sb3-contrib's own training with any other
+        ``ReLo()``, ``UPER()``, ``ExpectedTD()`` or ``ExpectedReLo()`` (``sb3_per.schemes``); ``LAP``, ``PAL`` and
+        ``LA3P`` are refused. ``None`` (default): ``PER()`` with a prioritized buffer, sb3-contrib's own training with
+        any other
     """
 
     quantile_critics: ClassVar[bool] = True

@@ -24,6 +24,7 @@ import torch as th
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.vec_env import VecNormalize
+from stable_baselines3.her.her_replay_buffer import HerReplayBuffer
 
 from sb3_per.buffers import PrioritizedBufferMixin
 from sb3_per.checks import checked_choice
@@ -395,6 +396,13 @@ def log_importance_sampling_statistics(logger: Logger, buffer: ReplayBuffer, rec
     log_priority_statistics(logger, buffer)
 
 
+def prioritized_buffer_for(buffer: ReplayBuffer | None) -> str:
+    """The name of sb3_per's prioritized buffer that takes the place of ``buffer``, for an error message."""
+    if isinstance(buffer, HerReplayBuffer):
+        return "PrioritizedHerReplayBuffer"
+    return "PrioritizedReplayBuffer (PrioritizedDictReplayBuffer for Dict observations)"
+
+
 def check_prioritized_buffer(scheme: ReplayScheme, buffer: ReplayBuffer | None, inverse: bool = False) -> None:
     """
     Raise ``ValueError`` unless ``buffer`` is a proportional prioritized buffer whose priorities follow the TD errors
@@ -405,8 +413,7 @@ def check_prioritized_buffer(scheme: ReplayScheme, buffer: ReplayBuffer | None, 
         raise ValueError(
             f"{scheme!r} samples in proportion to its priorities, but the replay buffer is a "
             f"{type(buffer).__name__}{' with rank-based prioritization' if prioritized else ''}: use "
-            "PrioritizedReplayBuffer (PrioritizedDictReplayBuffer for Dict observations) with "
-            "prioritization='proportional'"
+            f"{prioritized_buffer_for(buffer)} with prioritization='proportional'"
         )
     if not buffer.priorities_follow_updates:
         raise ValueError(

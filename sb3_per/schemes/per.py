@@ -24,6 +24,7 @@ from sb3_per.schemes.base import (
     WeightedCriticLoss,
     log_importance_sampling_statistics,
     online_critic_loss,
+    prioritized_buffer_for,
 )
 
 #: What PER's priorities can be made of (see ``PER``)
@@ -76,9 +77,8 @@ class PER(ReplayScheme):
         if not isinstance(buffer, PrioritizedBufferMixin):
             raise ValueError(
                 f"{self!r} samples in proportion to its priorities, but the replay buffer is a "
-                f"{type(buffer).__name__}, which samples uniformly: use PrioritizedReplayBuffer "
-                "(PrioritizedDictReplayBuffer for Dict observations), or leave replay_scheme out for SB3's uniform "
-                "replay"
+                f"{type(buffer).__name__}, which samples uniformly: use {prioritized_buffer_for(buffer)}, or leave "
+                "replay_scheme out for SB3's uniform replay"
             )
 
     def updates(

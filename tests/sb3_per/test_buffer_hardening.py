@@ -142,3 +142,58 @@ def test_an_epsilon_that_underflows_every_importance_weight_in_float32_is_refuse
             beta_end=0.0,
             inverse_sampling=True,
         )
+
+
+DICT_OBS_SPACE = spaces.Dict({"observation": OBS_SPACE, "desired_goal": OBS_SPACE, "achieved_goal": OBS_SPACE})
+
+
+def make_each_buffer(**kwargs):
+    """Each buffer class of sb3_per that stores transitions, made with SB3's storage arguments ``kwargs``."""
+    from stable_baselines3.common.envs import BitFlippingEnv
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from sb3_per import PrioritizedDictReplayBuffer, PrioritizedHerReplayBuffer, TaggedReplayBuffer
+
+    goal_env = DummyVecEnv([lambda: BitFlippingEnv(n_bits=3)])
+    arguments = {"buffer_size": 10, **kwargs}
+    return {
+        "PrioritizedReplayBuffer": lambda: PrioritizedReplayBuffer(
+            observation_space=OBS_SPACE, action_space=ACTION_SPACE, **arguments
+        ),
+        "PrioritizedDictReplayBuffer": lambda: PrioritizedDictReplayBuffer(
+            observation_space=DICT_OBS_SPACE, action_space=ACTION_SPACE, **arguments
+        ),
+        "PrioritizedHerReplayBuffer": lambda: PrioritizedHerReplayBuffer(
+            observation_space=goal_env.observation_space, action_space=goal_env.action_space, env=goal_env, **arguments
+        ),
+        "TaggedReplayBuffer": lambda: TaggedReplayBuffer(
+            observation_space=OBS_SPACE, action_space=ACTION_SPACE, tag_key="regime", **arguments
+        ),
+    }
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "named"),
+    [
+        ({"buffer_size": 0}, "buffer_size must be a positive integer, got 0"),
+        ({"buffer_size": -5}, "buffer_size must be a positive integer, got -5"),
+        ({"buffer_size": True}, "buffer_size must be a positive integer, got True"),
+        ({"buffer_size": float("nan")}, "buffer_size must be a positive integer, got nan"),
+        ({"n_envs": 0}, "n_envs must be a positive integer, got 0"),
+        ({"n_envs": -1}, "n_envs must be a positive integer, got -1"),
+        ({"handle_timeout_termination": "yes"}, "handle_timeout_termination must be a bool, got 'yes'"),
+        ({"optimize_memory_usage": 1}, "optimize_memory_usage must be a bool, got 1"),
+    ],
+)
+def test_sb3s_storage_arguments_are_checked_by_every_buffer(kwargs, named):
+    for name, make in make_each_buffer(**kwargs).items():
+        with pytest.raises(ValueError, match=named):
+            make()
+            pytest.fail(f"{name} took {kwargs}")
+
+
+def test_the_tagged_uniform_buffer_refuses_dict_observations_by_name():
+    from sb3_per import TaggedReplayBuffer
+
+    with pytest.raises(ValueError, match="TaggedReplayBuffer stores array observations, but observation_space is a"):
+        TaggedReplayBuffer(10, DICT_OBS_SPACE, ACTION_SPACE, tag_key="regime")

@@ -150,3 +150,24 @@ def test_a_base_with_keyword_arguments_takes_replay_scheme_before_them():
     model = built_with_my_option(MySAC, 3)
     assert model.my_option == 3
     assert model.replay_scheme == sb3_per.PER()
+
+
+@pytest.mark.parametrize("name", list(SB3_CLASSES))
+def test_the_replay_scheme_docstring_names_each_scheme_the_algorithm_takes_and_refuses(name):
+    from sb3_per.per_algorithm import check_replay_scheme
+    from sb3_per.schemes.base import ReplayScheme
+
+    algorithm = getattr(sb3_per, name)
+    text = algorithm.__doc__.split(":param replay_scheme:")[1].split(":param")[0]
+    schemes = [
+        scheme
+        for scheme in map(vars(sb3_per).get, sb3_per.__all__)
+        if isinstance(scheme, type) and issubclass(scheme, ReplayScheme) and scheme is not ReplayScheme
+    ]
+    for scheme in schemes:
+        try:
+            check_replay_scheme(scheme(), algorithm)
+        except ValueError:
+            assert f"``{scheme.__name__}``" in text, f"{name} refuses {scheme.__name__}: the docstring should say so"
+        else:
+            assert f"``{scheme.__name__}()``" in text, f"{name} takes {scheme.__name__}: the docstring should name it"

@@ -163,6 +163,19 @@ def test_which_transitions_are_relabelled_does_not_depend_on_where_they_are_stor
     assert abs(np.mean(real_positions)) < 1.5
 
 
+@pytest.mark.filterwarnings("ignore:PrioritizedHerReplayBuffer has been sampled")
+@pytest.mark.parametrize(("n_sampled_goal", "batch_size"), [(0, 8), (4, 1)])
+def test_a_batch_with_nothing_to_relabel_holds_only_real_transitions(n_sampled_goal, batch_size):
+    # BitFlippingEnv's compute_reward cannot take an empty batch, which SB3's HerReplayBuffer hands it here
+    venv = bit_flipping(1)
+    buffer = her_buffer(venv, n_sampled_goal=n_sampled_goal)
+    add_random_steps([buffer], venv, SLOTS, seed=2)
+    batch = buffer.sample(batch_size)
+    assert batch.rewards.shape == (batch_size, 1) and len(batch.indices) == batch_size
+    own_goals = buffer.next_observations["desired_goal"][batch.indices, 0]  # one env: a leaf is its slot
+    assert np.array_equal(batch.next_observations["desired_goal"].numpy(), own_goals)  # no goal relabelled
+
+
 @pytest.mark.parametrize("weight_normalization", ["buffer", "batch"])
 def test_importance_weights_are_the_mixins_over_the_samplable_transitions(weight_normalization):
     venv = bit_flipping(2)

@@ -22,6 +22,15 @@ def test_per_on_a_uniform_buffer_is_refused(algorithm, scheme):
         algorithm("MlpPolicy", "Pendulum-v1", replay_scheme=scheme, replay_buffer_class=ReplayBuffer)
 
 
+@pytest.mark.parametrize("scheme", [PER(), LAP()], ids=repr)
+def test_a_scheme_on_sb3s_her_buffer_names_the_prioritized_her_buffer(scheme):
+    from stable_baselines3 import HerReplayBuffer
+    from stable_baselines3.common.envs import BitFlippingEnv
+
+    with pytest.raises(ValueError, match=r"replay buffer is a HerReplayBuffer.*: use PrioritizedHerReplayBuffer"):
+        DQN("MultiInputPolicy", BitFlippingEnv(n_bits=3), replay_scheme=scheme, replay_buffer_class=HerReplayBuffer)
+
+
 def test_per_on_a_tagged_uniform_buffer_is_refused_and_the_default_still_gives_its_telemetry():
     tagged = dict(replay_buffer_class=TaggedReplayBuffer, replay_buffer_kwargs={"tag_key": "regime"})
     with pytest.raises(ValueError, match=r"but the replay buffer is a TaggedReplayBuffer, which samples uniformly"):

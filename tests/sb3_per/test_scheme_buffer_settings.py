@@ -75,3 +75,54 @@ def test_a_loaded_model_rebuilds_its_buffer_with_the_same_settings(tmp_path):
     loaded = SAC.load(tmp_path / "model.zip")
     buffer = loaded.replay_buffer
     assert (buffer.alpha, buffer.epsilon, buffer.weight_normalization) == (0.5, 1e-5, "batch")
+
+
+def test_the_models_replay_buffer_kwargs_stay_the_users_own():
+    kwargs = dict(beta_start=0.5)
+    model = SAC(
+        "MlpPolicy",
+        "Pendulum-v1",
+        replay_buffer_class=PrioritizedReplayBuffer,
+        replay_buffer_kwargs=kwargs,
+        replay_scheme=LAP(),
+    )
+    assert model.replay_buffer.alpha == 0.4 and model.replay_buffer.gamma == model.gamma
+    # What save keeps: no scheme setting, and the buffer's gamma (with which stock SB3 loads the zip)
+    assert model.replay_buffer_kwargs == dict(beta_start=0.5, gamma=model.gamma) and kwargs == dict(beta_start=0.5)
+
+
+def test_stock_sb3_loads_the_zip_with_the_buffers_gamma_and_sb3s_n_step_settings_survive(tmp_path):
+    import stable_baselines3
+
+    model = SAC(
+        "MlpPolicy",
+        "Pendulum-v1",
+        gamma=0.9,
+        replay_buffer_class=PrioritizedReplayBuffer,
+        replay_buffer_kwargs=dict(n_steps=3),
+        replay_scheme=ReLo(),
+    )
+    model.save(tmp_path / "prioritized.zip")
+    stock = stable_baselines3.SAC.load(tmp_path / "prioritized.zip").replay_buffer
+    assert (stock.gamma, stock.n_steps, stock.alpha) == (0.9, 3, 0.6)  # stock SB3 knows no scheme: the default alpha
+    uniform = SAC("MlpPolicy", "Pendulum-v1", gamma=0.9, n_steps=5)  # SB3's own NStepReplayBuffer
+    uniform.save(tmp_path / "n_step.zip")
+    loaded = SAC.load(tmp_path / "n_step.zip").replay_buffer
+    assert (type(loaded).__name__, loaded.n_steps, loaded.gamma) == ("NStepReplayBuffer", 5, 0.9)
+
+
+def test_a_model_loaded_with_another_scheme_gets_that_schemes_settings(tmp_path):
+    model = SAC("MlpPolicy", "Pendulum-v1", replay_buffer_class=PrioritizedReplayBuffer, replay_scheme=LAP())
+    model.save(tmp_path / "model.zip")
+    buffer = SAC.load(tmp_path / "model.zip", replay_scheme=ReLo()).replay_buffer
+    assert (buffer.alpha, buffer.epsilon, buffer.weight_normalization) == (0.5, 1e-5, "batch")
+    # SB3's uniform buffer takes none of a prioritized buffer's arguments (the saved gamma among them), as in SB3
+    loaded = SAC.load(tmp_path / "model.zip", replay_scheme=PAL(), replay_buffer_class=None, replay_buffer_kwargs={})
+    assert type(loaded.replay_buffer).__name__ == "ReplayBuffer"
+
+
+def test_a_model_loaded_with_another_gamma_discounts_its_buffer_with_it(tmp_path):
+    model = SAC("MlpPolicy", "Pendulum-v1", replay_buffer_class=PrioritizedReplayBuffer)
+    model.save(tmp_path / "model.zip")
+    loaded = SAC.load(tmp_path / "model.zip", gamma=0.95)
+    assert loaded.gamma == loaded.replay_buffer.gamma == 0.95

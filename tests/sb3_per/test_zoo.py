@@ -111,6 +111,17 @@ def test_a_replay_scheme_string_is_parsed_into_its_scheme_and_anything_else_refu
             zoo.evaluated_scheme({"replay_scheme": text})
 
 
+@pytest.mark.parametrize(("algo", "env_id"), CONFIGS, ids=[f"{algo}-{env_id}" for algo, env_id in CONFIGS])
+def test_no_file_pins_a_setting_that_a_scheme_gives_its_buffer(algo: str, env_id: str):
+    # The user's replay_buffer_kwargs win over a scheme's paper settings: a pinned alpha would silently keep LAP at 0.6
+    kwargs_text = yaml.safe_load((zoo.HYPERPARAMS_DIR / f"{algo}.yml").read_text(encoding="utf-8"))[env_id]
+    kwargs = eval(kwargs_text.get("replay_buffer_kwargs", "dict()"), {"dict": dict})
+    scheme_settings = set().union(
+        *(scheme.buffer_settings(EXPECTED_ALGOS[algo]) for scheme in (sb3_per.LAP(), sb3_per.LA3P(), sb3_per.ReLo()))
+    )
+    assert scheme_settings >= {"alpha", "epsilon", "weight_normalization"} and not scheme_settings & set(kwargs)
+
+
 def test_the_launcher_trains_on_one_torch_thread_unless_told_otherwise():
     assert zoo.with_one_torch_thread(["--algo", "per_sac"]) == ["--algo", "per_sac", "--num-threads", "1"]
     for args in (["--num-threads", "4"], ["--num-threads=-1"], ["--algo", "sac", "--num-threads", "2"]):
