@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from comparison import checkpoints
 from comparison.cli import compare_main
 from comparison.experiment import RunConfig
 from comparison.runner import run_dir
@@ -215,3 +216,25 @@ def synthetic_baselines() -> Callable[[], pd.DataFrame]:
 def tiny_evaluations() -> Callable[[], pd.DataFrame]:
     """``tiny_evaluations()``: three runs' rows, out of order; per_s1 stops early and never reaches 1.0."""
     return tiny_evaluations_frame
+
+
+class Interrupted(Exception):
+    """Stands for the end of a session, right after a checkpoint."""
+
+
+@pytest.fixture
+def train_until_a_checkpoint(monkeypatch: pytest.MonkeyPatch) -> Callable[[Callable[[], object]], None]:
+    """Runs a training call until it has saved its first checkpoint, then ends it there, as a stopped machine would."""
+
+    def train_until_saved(train: Callable[[], object]) -> None:
+        save = checkpoints.save_checkpoint
+
+        def save_then_stop(*args: object, **kwargs: object) -> None:
+            save(*args, **kwargs)
+            raise Interrupted
+
+        with monkeypatch.context() as patch, pytest.raises(Interrupted):
+            patch.setattr(checkpoints, "save_checkpoint", save_then_stop)
+            train()
+
+    return train_until_saved

@@ -264,26 +264,11 @@ def test_a_run_that_an_interrupted_attempt_left_is_trained_again(tmp_path: Path)
     assert finished_in(tmp_path, config) is not None
 
 
-class Interrupted(Exception):
-    """Stands for the end of a session, right after a checkpoint."""
-
-
 @pytest.mark.slow
-def test_an_interrupted_run_resumes_from_its_checkpoint_and_records_where(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_an_interrupted_run_resumes_from_its_checkpoint_and_records_where(tmp_path: Path, train_until_a_checkpoint):
     config = MinAtarConfig(game="breakout", variant="per", seed=0, **{**TINY, "total_frames": 600})
     directory = run_dir(tmp_path, config)
-    save = checkpoints.save_checkpoint
-
-    def save_then_stop(*args, **kwargs) -> None:
-        save(*args, **kwargs)
-        raise Interrupted
-
-    with monkeypatch.context() as patch:
-        patch.setattr(checkpoints, "save_checkpoint", save_then_stop)
-        with pytest.raises(Interrupted):
-            STUDY.train(config, directory)
+    train_until_a_checkpoint(lambda: STUDY.train(config, directory))
     checkpoint = directory / checkpoints.CHECKPOINT_DIR
     state = json.loads((checkpoint / checkpoints.STATE_FILE).read_text())
     assert state["num_timesteps"] == 400 == CHECKPOINT_ROWS * TINY["log_interval"]

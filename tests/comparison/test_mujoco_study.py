@@ -255,27 +255,12 @@ def test_the_command_line_counts_the_plan_and_refuses_bad_values_before_importin
     assert result.stdout.split() == ["2", "False"] and "--seeds" in result.stderr
 
 
-class Interrupted(Exception):
-    """Stands for the end of a session, right after a checkpoint."""
-
-
 @pytest.mark.slow
-def test_an_interrupted_run_resumes_from_its_checkpoint_and_records_where(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-):
+def test_an_interrupted_run_resumes_from_its_checkpoint_and_records_where(tmp_path: Path, train_until_a_checkpoint):
     study = MuJoCoStudy()
     config = MuJoCoConfig(task="hopper", variant="la3p", **TINY)
     directory = run_dir(tmp_path, config)
-    save = training.save_checkpoint
-
-    def save_then_stop(model, log) -> None:
-        save(model, log)
-        raise Interrupted
-
-    with monkeypatch.context() as patch:
-        patch.setattr(training, "save_checkpoint", save_then_stop)
-        with pytest.raises(Interrupted):
-            study.train(config, directory)
+    train_until_a_checkpoint(lambda: study.train(config, directory))
     checkpoint = directory / checkpoints.CHECKPOINT_DIR
     assert {path.name for path in checkpoint.iterdir()} == {"model.zip", "replay_buffer.pkl", "rows.csv"} | {
         "progress.csv",
