@@ -15,6 +15,9 @@
 #            the MuJoCo study, every other run from the second.
 # A step whose queue fails is reported and the chain goes on to the next. Stop a chain with: kill <its pid>, which
 # stops the queue and the run in progress too (redone, or resumed from its checkpoint, on the next start).
+# The whole script is one { ... } block, which bash reads to its end before it runs any of it: an edit of this file
+# cannot change a chain under way.
+{
 set -euo pipefail
 cd "$(dirname "$0")/.."
 usage="usage: bash scripts/background_plan.sh CHAIN (0 or 1: one chain per core)"
@@ -23,6 +26,13 @@ if [ "$#" != 1 ] || ! [[ "$1" =~ ^[01]$ ]]; then
     exit 2
 fi
 chain="$1"
+# One process per chain: a second start would train the first pending run into the same folder (the lock is held
+# by the chain and, inherited, by each queue and training it starts)
+exec 8> "$(git rev-parse --git-dir)/background_plan_${chain}.lock"
+if ! flock -n 8; then
+    echo "background_plan ${chain} is already running (its lock is held); stop it first with: kill <its pid>" >&2
+    exit 1
+fi
 source scripts/child_process.sh
 step() {
     echo "background_plan ${chain}: $*"
@@ -41,3 +51,5 @@ if [ "$chain" = 0 ]; then
     step scripts/study_queue.sh minatar 1 --seeds 5
 fi
 echo "background_plan ${chain}: every step has ended"
+exit
+}

@@ -18,6 +18,9 @@
 #     nohup bash scripts/full_queue.sh --seeds 10 19 relo expected_td > full_queue_2.log 2>&1 &
 #     nohup bash scripts/full_queue.sh --out docs/results/full_expected_td_tuned expected_td \
 #         -- --regressor-learning-rate 3e-4 > full_queue_3.log 2>&1 &
+# The whole script is one { ... } block, which bash reads to its end before it runs any of it: an edit of this file
+# cannot change a queue under way.
+{
 set -euo pipefail
 cd "$(dirname "$0")/.."
 usage="usage: bash scripts/full_queue.sh [--seeds FIRST LAST] [--out DIR] VARIANT [VARIANT ...] [-- COMPARE OPTION ...]"
@@ -77,19 +80,39 @@ if [ "$results" != docs/results/full ]; then
     out_option=(--out "$results")
 fi
 shopt -s nullglob
+# Rebuild the comparison's report and the controls' page, and commit them with every finished run (message: $1),
+# under the lock the queues share
+commit_report() {
+    (
+        flock 9
+        .venv/bin/python scripts/compare.py --full --report-only --no-progress-bar "${out_option[@]}" "${options[@]}"
+        .venv/bin/python scripts/controls_report.py
+        finished=("$results"/runs/*/evaluations.csv)
+        commit_results "$1" "${finished[@]%/evaluations.csv}" "$results"/*.md "$results"/*.csv "$results"/*.png \
+            docs/results/controls/summary.md
+    ) 9> "$(git rev-parse --git-dir)/full_queue.lock"
+}
+# Whether the report may lack a finished run: at the start, since an earlier start may have been stopped between a
+# run's end and its commit; not after a commit
+stale=1
 for seed in $(seq "$first" "$last"); do
     for variant in "${variants[@]}"; do
+        # compare.py checks the run and trains it unless it has finished; one that had its result file before is
+        # rebuilt into the report again (a restarted queue walks its finished seeds without a rebuild each)
+        result="$results/runs/${variant}_s${seed}/evaluations.csv"
+        had_result=0
+        [ -f "$result" ] && had_result=1
         run_child .venv/bin/python scripts/compare.py --full --variants "$variant" --seeds "$seed" --workers 1 \
             --no-progress-bar --out "$scratch" "${options[@]}"
-        (
-            flock 9
-            .venv/bin/python scripts/compare.py --full --report-only --no-progress-bar "${out_option[@]}" "${options[@]}"
-            .venv/bin/python scripts/controls_report.py
-            finished=("$results"/runs/*/evaluations.csv)
-            commit_results "Full preset: ${variant} seed ${seed} finished (${results}), report rebuilt" \
-                "${finished[@]%/evaluations.csv}" "$results"/*.md "$results"/*.csv "$results"/*.png \
-                docs/results/controls/summary.md
-        ) 9> "$(git rev-parse --git-dir)/full_queue.lock"
+        if [ "$had_result" = 0 ]; then
+            commit_report "Full preset: ${variant} seed ${seed} finished (${results}), report rebuilt"
+            stale=0
+        fi
     done
 done
+if [ "$stale" = 1 ]; then
+    commit_report "Full preset: report rebuilt from the finished runs of ${results}"
+fi
 echo "full_queue: seeds ${first}-${last} of ${variants[*]} in ${results} have finished"
+exit
+}

@@ -13,6 +13,9 @@
 #     nohup bash scripts/study_queue.sh mujoco 1 --seeds 5 --shard 0 2 > mujoco_queue_0.log 2>&1 &
 #     nohup bash scripts/study_queue.sh mujoco 1 --seeds 5 --shard 1 2 > mujoco_queue_1.log 2>&1 &
 #     nohup bash scripts/study_queue.sh her 2 --seeds 5 --workers 2 > her_queue.log 2>&1 &
+# The whole script is one { ... } block, which bash reads to its end before it runs any of it: an edit of this file
+# cannot change a queue under way.
+{
 set -euo pipefail
 cd "$(dirname "$0")/.."
 usage="usage: bash scripts/study_queue.sh NAME BATCH [OPTION ...] (NAME: scripts/NAME_study.py; BATCH >= 1)"
@@ -35,10 +38,11 @@ fi
 source scripts/commit_results.sh
 source scripts/child_process.sh
 shopt -s nullglob
-while [ "$(.venv/bin/python "$script" pending "$@")" != 0 ]; do
-    status=0
-    run_child .venv/bin/python "$script" run --max-runs "$batch" "$@" || status=$?
-    left="$(.venv/bin/python "$script" pending "$@")"
+# Rebuild the report and commit it (its main file, CSVs and plots) with every finished run's folder (message: $1),
+# under the study's lock
+commit_finished() {
+    local summary="$1"
+    shift
     (
         flock 9
         report="$(.venv/bin/python "$script" report "$@" | sed -n 's/^report: //p')"
@@ -52,12 +56,26 @@ while [ "$(.venv/bin/python "$script" pending "$@")" != 0 ]; do
         if [ -n "$listed" ]; then
             mapfile -t finished <<< "$listed"
         fi
-        paths=("${finished[@]}" "$out"/*.md "$out"/*.csv "$out"/*.png)
-        commit_results "${name} study: finished runs and report (${left} runs pending in this queue)" "${paths[@]}"
+        paths=("${finished[@]}" "$report" "$out"/*.csv "$out"/*.png)  # not a hand-written page beside the report
+        commit_results "${name} study: ${summary}" "${paths[@]}"
     ) 9> "$(git rev-parse --git-dir)/${name}_queue.lock"
+}
+
+# A start that finds nothing pending commits what an earlier one finished, in case that one was stopped between a
+# run's end and its commit
+if [ "$(.venv/bin/python "$script" pending "$@")" = 0 ]; then
+    commit_finished "finished runs and report (0 runs pending in this queue)" "$@"
+fi
+while [ "$(.venv/bin/python "$script" pending "$@")" != 0 ]; do
+    status=0
+    run_child .venv/bin/python "$script" run --max-runs "$batch" "$@" || status=$?
+    left="$(.venv/bin/python "$script" pending "$@")"
+    commit_finished "finished runs and report (${left} runs pending in this queue)" "$@"
     if [ "$status" != 0 ]; then
         echo "study_queue: a run of this ${name} queue failed (exit status ${status}); the finished ones are committed" >&2
         exit "$status"
     fi
 done
 echo "study_queue: every run of this ${name} queue has finished"
+exit
+}

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -71,6 +72,14 @@ def git(folder: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=folder, check=True, capture_output=True, text=True).stdout
 
 
+def make_git_repository(folder: Path) -> None:
+    """A git repository in ``folder`` with a first, empty commit and a committer."""
+    git(folder, "init", "-q")
+    git(folder, "config", "user.email", "queue@test")
+    git(folder, "config", "user.name", "queue test")
+    git(folder, "commit", "-q", "--allow-empty", "-m", "start")
+
+
 def make_repository(tmp_path: Path) -> None:
     """A repository with the queue's scripts, the fake study and a .venv/bin/python that is this one."""
     scripts = tmp_path / "scripts"
@@ -82,10 +91,7 @@ def make_repository(tmp_path: Path) -> None:
     python.parent.mkdir(parents=True)
     python.write_text(f'#!/usr/bin/env bash\nexec {sys.executable} "$@"\n')  # this venv's python
     python.chmod(0o755)
-    git(tmp_path, "init", "-q")
-    git(tmp_path, "config", "user.email", "queue@test")
-    git(tmp_path, "config", "user.name", "queue test")
-    git(tmp_path, "commit", "-q", "--allow-empty", "-m", "start")
+    make_git_repository(tmp_path)
 
 
 def run_queue(tmp_path: Path, *arguments: str, **environment: str) -> subprocess.CompletedProcess[str]:
@@ -102,6 +108,8 @@ def run_queue(tmp_path: Path, *arguments: str, **environment: str) -> subprocess
 def test_the_queue_commits_finished_runs_and_the_report_after_each_batch(tmp_path: Path):
     make_repository(tmp_path)
     out = "results/fake"
+    (tmp_path / out).mkdir(parents=True)
+    (tmp_path / out / "README.md").write_text("a page being written by hand\n")  # not the queue's to commit
     queue = run_queue(tmp_path, "2", "--seeds", "2", "--out", out)
     assert queue.returncode == 0, queue.stderr
     assert "every run of this fake queue has finished" in queue.stdout
@@ -125,7 +133,7 @@ def test_the_queue_commits_finished_runs_and_the_report_after_each_batch(tmp_pat
         ]
     )
     assert "['a_s0', 'b_s0', 'a_s1', 'b_s1']" in (tmp_path / out / "summary.md").read_text()
-    assert git(tmp_path, "status", "--porcelain", "--", out) == ""
+    assert git(tmp_path, "status", "--porcelain", "--", out) == f"?? {out}/README.md\n"  # the only file left out
 
 
 def test_a_failed_run_stops_the_queue_after_its_batch_is_committed(tmp_path: Path):
@@ -175,7 +183,8 @@ exit 0
 """
 
 
-def test_the_full_queue_passes_its_folder_and_options_to_every_compare_call(tmp_path: Path):
+def full_queue_repository(tmp_path: Path) -> None:
+    """A git repository with full_queue.sh, and FAKE_COMPARE_PYTHON as its .venv/bin/python."""
     scripts = tmp_path / "scripts"
     scripts.mkdir()
     for name in ("full_queue.sh", "commit_results.sh", "child_process.sh"):
@@ -184,13 +193,11 @@ def test_the_full_queue_passes_its_folder_and_options_to_every_compare_call(tmp_
     python.parent.mkdir(parents=True)
     python.write_text(FAKE_COMPARE_PYTHON)
     python.chmod(0o755)
-    git(tmp_path, "init", "-q")
-    git(tmp_path, "config", "user.email", "queue@test")
-    git(tmp_path, "config", "user.name", "queue test")
-    git(tmp_path, "commit", "-q", "--allow-empty", "-m", "start")
-    out = "docs/results/tuned"
-    arguments = ["--seeds", "3", "3", "--out", out, "expected_td", "--", "--regressor-learning-rate", "3e-4"]
-    queue = subprocess.run(
+    make_git_repository(tmp_path)
+
+
+def run_full_queue(tmp_path: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
         ["bash", "scripts/full_queue.sh", *arguments],
         cwd=tmp_path,
         env={**os.environ, "QUEUE_TEST_DIR": str(tmp_path)},
@@ -198,6 +205,13 @@ def test_the_full_queue_passes_its_folder_and_options_to_every_compare_call(tmp_
         text=True,
         timeout=60,
     )
+
+
+def test_the_full_queue_passes_its_folder_and_options_to_every_compare_call(tmp_path: Path):
+    full_queue_repository(tmp_path)
+    out = "docs/results/tuned"
+    arguments = ["--seeds", "3", "3", "--out", out, "expected_td", "--", "--regressor-learning-rate", "3e-4"]
+    queue = run_full_queue(tmp_path, *arguments)
     assert queue.returncode == 0, queue.stderr
     train, report, controls = (tmp_path / "calls").read_text().splitlines()
     assert train.startswith("scripts/compare.py --full --variants expected_td --seeds 3 --workers 1 --no-progress-bar")
@@ -225,15 +239,24 @@ def test_the_full_queue_refuses_bad_arguments(arguments: list[str]):
     assert queue.returncode == 2 and "usage: bash scripts/full_queue.sh" in queue.stderr
 
 
-def test_background_chains_run_their_queues_in_order_and_go_on_past_a_failed_one(tmp_path: Path):
+def background_chain_repository(tmp_path: Path, queue_line: str = "") -> Path:
+    """A git repository with background_plan.sh and stand-in queues that log their arguments (after ``queue_line``);
+    the MinAtar step fails."""
     scripts = tmp_path / "scripts"
     scripts.mkdir()
     for name in ("background_plan.sh", "child_process.sh"):
         shutil.copy(ROOT / "scripts" / name, scripts / name)
-    for queue in ("full_queue.sh", "study_queue.sh"):  # stand-ins that log their arguments; the MinAtar step fails
+    for queue in ("full_queue.sh", "study_queue.sh"):
         (scripts / queue).write_text(
-            f'echo "{queue} $*" >> "$QUEUE_TEST_DIR/calls"\ncase "$*" in minatar*) exit 3 ;; esac\nexit 0\n'
+            f'{queue_line}\necho "{queue} $*" >> "$QUEUE_TEST_DIR/calls"\n'
+            'case "$*" in minatar*) exit 3 ;; esac\nexit 0\n'
         )
+    git(tmp_path, "init", "-q")
+    return scripts
+
+
+def test_background_chains_run_their_queues_in_order_and_go_on_past_a_failed_one(tmp_path: Path):
+    scripts = background_chain_repository(tmp_path)
     calls = tmp_path / "calls"
     chains = {}
     for chain in ("0", "1"):
@@ -263,3 +286,94 @@ def test_background_chains_run_their_queues_in_order_and_go_on_past_a_failed_one
     ]
     refused = subprocess.run(["bash", str(scripts / "background_plan.sh"), "2"], capture_output=True, text=True)
     assert refused.returncode == 2 and "usage: bash scripts/background_plan.sh CHAIN" in refused.stderr
+
+
+def test_a_chain_started_twice_refuses_the_second_start(tmp_path: Path):
+    background_chain_repository(tmp_path, queue_line="sleep 5")
+    environment = {**os.environ, "QUEUE_TEST_DIR": str(tmp_path)}
+    first = subprocess.Popen(["bash", "scripts/background_plan.sh", "1"], cwd=tmp_path, env=environment)
+    try:
+        deadline = time.monotonic() + 20
+        while not (tmp_path / ".git" / "background_plan_1.lock").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(0.5)
+        second = subprocess.run(
+            ["bash", "scripts/background_plan.sh", "1"], cwd=tmp_path, env=environment, capture_output=True, text=True
+        )
+        assert second.returncode == 1 and "background_plan 1 is already running" in second.stderr
+        other = subprocess.run(
+            ["bash", "scripts/background_plan.sh", "0"],
+            cwd=tmp_path,
+            env={**environment, "QUEUE_TEST_DIR": str(tmp_path / "other")},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert "already running" not in other.stderr  # the other chain has a lock of its own
+    finally:
+        first.kill()
+        first.wait()
+
+
+def test_a_queue_started_with_nothing_pending_commits_what_an_earlier_start_finished(tmp_path: Path):
+    make_repository(tmp_path)
+    out = "results/fake"
+    for run in ("a_s0", "b_s0"):  # finished by a start that was stopped before its commit
+        directory = tmp_path / out / "runs" / run
+        directory.mkdir(parents=True)
+        variant, seed = run[0], int(run[-1])
+        (directory / "config.json").write_text(f'{{"seed": {seed}, "variant": "{variant}"}}')
+        (directory / "result.txt").write_text("done\n")
+    queue = run_queue(tmp_path, "1", "--seeds", "1", "--out", out)
+    assert queue.returncode == 0, queue.stderr
+    assert git(tmp_path, "log", "-1", "--format=%s").strip() == (
+        "fake study: finished runs and report (0 runs pending in this queue)"
+    )
+    assert f"{out}/runs/b_s0/result.txt" in git(tmp_path, "ls-files").split()
+
+
+def test_the_full_queue_rebuilds_once_for_seeds_that_had_finished(tmp_path: Path):
+    full_queue_repository(tmp_path)
+    for seed in (3, 4):  # both seeds finished before this start (and seed 4's commit was lost)
+        run = tmp_path / "docs/results/full/runs" / f"relo_s{seed}"
+        run.mkdir(parents=True)
+        (run / "evaluations.csv").write_text("done\n")
+    queue = run_full_queue(tmp_path, "--seeds", "3", "4", "relo")
+    assert queue.returncode == 0, queue.stderr
+    calls = (tmp_path / "calls").read_text().splitlines()
+    assert [call.split()[0] + (" report" if "--report-only" in call else "") for call in calls] == [
+        "scripts/compare.py",
+        "scripts/compare.py",
+        "scripts/compare.py report",
+        "scripts/controls_report.py",
+    ]
+    assert git(tmp_path, "log", "-1", "--format=%s").strip() == (
+        "Full preset: report rebuilt from the finished runs of docs/results/full"
+    )
+    assert "docs/results/full/runs/relo_s4/evaluations.csv" in git(tmp_path, "ls-files").split()
+
+
+def test_a_lock_left_by_a_killed_git_command_is_removed_and_a_live_one_kept(tmp_path: Path):
+    make_git_repository(tmp_path)
+    (tmp_path / "result.txt").write_text("done\n")
+    git_dir = tmp_path / ".git"
+    queue_lock = git_dir / "full_queue.lock"  # a queue's flock file: never git's to remove
+    for lock in (git_dir / "index.lock", queue_lock):
+        lock.write_text("")
+        os.utime(lock, (time.time() - 600, time.time() - 600))
+    commit = subprocess.run(
+        ["bash", "-c", f"source {ROOT / 'scripts' / 'commit_results.sh'} && commit_results 'a result' result.txt"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert commit.returncode == 0 and git(tmp_path, "log", "-1", "--format=%s").strip() == "a result"
+    assert queue_lock.exists() and not (git_dir / "index.lock").exists()
+    (git_dir / "index.lock").write_text("")  # a git command's own, a moment old: left alone
+    subprocess.run(
+        ["bash", "-c", f"source {ROOT / 'scripts' / 'commit_results.sh'} && remove_stale_git_locks"],
+        cwd=tmp_path,
+        check=True,
+    )
+    assert (git_dir / "index.lock").exists()
