@@ -18,11 +18,14 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import shutil
+import warnings
+import zipfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -39,6 +42,11 @@ ROWS_FILE = "rows.csv"
 STATE_FILE = "state.json"
 #: The steps a run resumed from, in order.
 RESUMED_FILE = "resumed.json"
+#: What reading a checkpoint that is cut short or corrupt raises: a zip or pickle broken off, a file missing, rows
+#: that are not the run's
+UNREADABLE = (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile, pickle.UnpicklingError)
+
+Resumed = TypeVar("Resumed")
 
 
 @dataclass
@@ -128,6 +136,31 @@ def load_checkpoint(
     resumed = {"resumed_at": [*resumed_steps(run_dir), saved.step]}
     write_text_atomically(json.dumps(resumed), Path(run_dir) / RESUMED_FILE)
     return model, saved
+
+
+def resumed_or_none(run_dir: Path, resume: Callable[[Path], Resumed]) -> Resumed | None:
+    """
+    ``resume(checkpoint)`` of the run's checkpoint (``checkpoint_folder``); None where there is none, or where it
+    cannot be read (``UNREADABLE``): that one is deleted with a ``UserWarning``, so that the run starts from its first
+    step rather than failing at every start. The caller has checked that the folder holds the run's config.
+
+    :param run_dir: the run's folder
+    :param resume: what the run makes of its checkpoint's folder (``load_checkpoint`` and its checks)
+    """
+    checkpoint = checkpoint_folder(run_dir)
+    if checkpoint is None:
+        return None
+    try:
+        return resume(checkpoint)
+    except UNREADABLE as error:
+        warnings.warn(
+            f"{checkpoint} cannot be resumed from ({type(error).__name__}: {error}); the run starts from its first "
+            "step",
+            UserWarning,
+            stacklevel=2,
+        )
+        remove_checkpoints(run_dir)
+        return None
 
 
 def put_in_place(partial: Path, run_dir: Path) -> None:

@@ -544,21 +544,19 @@ def train_run(config: MinAtarConfig, run_dir: Path) -> pd.DataFrame:
     :param config: the run
     :param run_dir: its folder
     :return: its ``returns.csv`` rows
-    :raises ValueError: ``run_dir`` holds another config, or its checkpoint's rows are not the run's up to its frame
+    :raises ValueError: ``run_dir`` holds another config (a checkpoint that cannot be read is deleted and the run
+        starts from its first frame: ``comparison.checkpoints.resumed_or_none``)
     """
     register_minatar()
     run_dir = Path(run_dir)
-    checkpoint = checkpoints.checkpoint_folder(run_dir) if holds_config(config, run_dir) else None
-    env = make_training_env(config)
+    resume = functools.partial(resumed_run, config, run_dir)
+    resumed = checkpoints.resumed_or_none(run_dir, resume) if holds_config(config, run_dir) else None
     start = None
-    if checkpoint is None:
+    if resumed is None:
         restart_run_dir(config, run_dir)
-        model = make_model(config, env)
+        model = make_model(config, make_training_env(config))
     else:
-        model, start = checkpoints.load_checkpoint(
-            checkpoint, run_dir, lambda path: load_model(config, path, env), config.seed
-        )
-        check_returns(start.rows, config, checkpoint / checkpoints.ROWS_FILE, until=start.step)
+        model, start = resumed
     model.set_logger(configure(str(run_dir), ["csv"]))
     log = ReturnLog(config, run_dir, gym.make(GAMES[config.game].env_id), start)
     remaining = config.total_frames - model.num_timesteps
@@ -571,6 +569,21 @@ def train_run(config: MinAtarConfig, run_dir: Path) -> pd.DataFrame:
     write_csv_atomically(rows, run_dir / RETURNS_FILE)
     checkpoints.remove_checkpoints(run_dir)
     return rows
+
+
+def resumed_run(config: MinAtarConfig, run_dir: Path, checkpoint: Path) -> tuple[DQN, checkpoints.Checkpoint]:
+    """
+    The model of ``config``'s run as its ``checkpoint`` holds it, on a new training env, and the rest of the checkpoint
+    (``comparison.checkpoints.load_checkpoint``).
+
+    :raises ValueError: the checkpoint's rows are not the run's up to its frame
+    """
+    env = make_training_env(config)
+    model, start = checkpoints.load_checkpoint(
+        checkpoint, run_dir, lambda path: load_model(config, path, env), config.seed
+    )
+    check_returns(start.rows, config, checkpoint / checkpoints.ROWS_FILE, until=start.step)
+    return model, start
 
 
 def check_returns(rows: pd.DataFrame, config: MinAtarConfig, source: Path | str, until: int | None = None) -> None:

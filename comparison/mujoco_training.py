@@ -26,7 +26,7 @@ from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import VecEnv
 
 from comparison import checkpoints
-from comparison.checkpoints import PROGRESS_FILE, checkpoint_folder, joined, read_progress, remove_checkpoints
+from comparison.checkpoints import PROGRESS_FILE, joined, read_progress, remove_checkpoints
 from comparison.experiment import write_csv_atomically
 from comparison.minatar import RewardNoise
 from comparison.mujoco import (
@@ -243,11 +243,13 @@ def train_run(config: MuJoCoConfig, run_dir: Path) -> pd.DataFrame:
     :param config: the run
     :param run_dir: its folder
     :return: its ``evaluations.csv`` rows
-    :raises ValueError: ``run_dir`` holds another config
+    :raises ValueError: ``run_dir`` holds another config (a checkpoint that cannot be read is deleted and the run
+        starts from its first step: ``comparison.checkpoints.resumed_or_none``)
     """
     run_dir = Path(run_dir)
-    checkpoint = checkpoint_folder(run_dir) if holds_config(config, run_dir) else None
-    model, start = fresh_start(config, run_dir) if checkpoint is None else resumed_start(config, run_dir, checkpoint)
+    resume = functools.partial(resumed_start, config, run_dir)
+    resumed = checkpoints.resumed_or_none(run_dir, resume) if holds_config(config, run_dir) else None
+    model, start = fresh_start(config, run_dir) if resumed is None else resumed
     model.set_logger(configure(str(run_dir), ["csv"]))
     log = EvaluationLog(config, run_dir, gym.make(TASKS[config.task].env_id), start)
     remaining = config.total_steps - model.num_timesteps

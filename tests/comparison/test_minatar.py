@@ -290,6 +290,23 @@ def test_an_interrupted_run_resumes_from_its_checkpoint_and_records_where(tmp_pa
     assert "- breakout_per_s0: resumed at step 400" in summary
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("broken", ["model.zip", "rows.csv"])
+def test_a_checkpoint_that_cannot_be_read_is_dropped_and_the_run_starts_afresh(
+    tmp_path: Path, train_until_a_checkpoint, broken: str
+) -> None:
+    config = MinAtarConfig(game="breakout", variant="dqn", seed=2, **{**TINY, "total_frames": 600})
+    directory = run_dir(tmp_path, config)
+    train_until_a_checkpoint(lambda: STUDY.train(config, directory))
+    path = directory / checkpoints.CHECKPOINT_DIR / broken
+    path.write_bytes(path.read_bytes()[: len(path.read_bytes()) // 2])  # cut short, as by a machine switched off
+    with pytest.warns(UserWarning, match=f"{checkpoints.CHECKPOINT_DIR} cannot be resumed from"):
+        STUDY.train(config, directory)
+    rows = finished_in(tmp_path, config)
+    assert rows is not None and list(rows["frame"]) == [0, 200, 400, 600]
+    assert not (directory / checkpoints.RESUMED_FILE).exists() and checkpoints.checkpoint_folder(directory) is None
+
+
 def test_checkpoints_leave_an_uninterrupted_run_bit_identical(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     config = MinAtarConfig(game="seaquest", variant="per", seed=1, **{**TINY, "total_frames": 600})
     save, saved_at = checkpoints.save_checkpoint, []
