@@ -36,3 +36,14 @@ remove_stale_git_locks() {
         -o -name ORIG_HEAD.lock -o -name packed-refs.lock \) -mmin +1 -delete 2> /dev/null || true
     find "$git_dir/refs" -name '*.lock' -mmin +1 -delete 2> /dev/null || true
 }
+
+# The code that a training started now runs: the commit, with "+uncommitted" where the package, the env, the
+# experiment or the scripts differ from it (named in the queues' commit messages, since a run folder does not say).
+code_version() {
+    local version
+    version="$(git rev-parse --short HEAD)"
+    if [ -n "$(git status --porcelain --untracked-files=no -- sb3_per envs comparison scripts)" ]; then
+        version="${version}+uncommitted"
+    fi
+    echo "$version"
+}

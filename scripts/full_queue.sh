@@ -102,10 +102,11 @@ for seed in $(seq "$first" "$last"); do
         result="$results/runs/${variant}_s${seed}/evaluations.csv"
         had_result=0
         [ -f "$result" ] && had_result=1
+        code="$(code_version)"
         run_child .venv/bin/python scripts/compare.py --full --variants "$variant" --seeds "$seed" --workers 1 \
             --no-progress-bar --out "$scratch" "${options[@]}"
         if [ "$had_result" = 0 ]; then
-            commit_report "Full preset: ${variant} seed ${seed} finished (${results}), report rebuilt"
+            commit_report "Full preset: ${variant} seed ${seed} finished (${results}), report rebuilt; trained by ${code}"
             stale=0
         fi
     done

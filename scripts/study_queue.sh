@@ -68,9 +68,10 @@ if [ "$(.venv/bin/python "$script" pending "$@")" = 0 ]; then
 fi
 while [ "$(.venv/bin/python "$script" pending "$@")" != 0 ]; do
     status=0
+    code="$(code_version)"
     run_child .venv/bin/python "$script" run --max-runs "$batch" "$@" || status=$?
     left="$(.venv/bin/python "$script" pending "$@")"
-    commit_finished "finished runs and report (${left} runs pending in this queue)" "$@"
+    commit_finished "finished runs and report (${left} runs pending in this queue); trained by ${code}" "$@"
     if [ "$status" != 0 ]; then
         echo "study_queue: a run of this ${name} queue failed (exit status ${status}); the finished ones are committed" >&2
         exit "$status"

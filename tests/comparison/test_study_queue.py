@@ -72,6 +72,20 @@ def git(folder: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=folder, check=True, capture_output=True, text=True).stdout
 
 
+def commit_subjects(folder: Path) -> list[str]:
+    """
+    The subjects of the repository's commits, newest first, each queue commit's "; trained by CODE" checked (CODE is
+    the commit the training started from: the commit's parent, in a repository only the queue commits to) and cut.
+    """
+    subjects = []
+    for line in git(folder, "log", "--format=%s%x00%p").splitlines():
+        subject, parent = line.split("\0")
+        subject, _, code = subject.partition("; trained by ")
+        assert code in ("", parent), f"{subject}: trained by {code}, but its parent is {parent}"
+        subjects.append(subject)
+    return subjects
+
+
 def make_git_repository(folder: Path) -> None:
     """A git repository in ``folder`` with a first, empty commit and a committer."""
     git(folder, "init", "-q")
@@ -113,9 +127,9 @@ def test_the_queue_commits_finished_runs_and_the_report_after_each_batch(tmp_pat
     queue = run_queue(tmp_path, "2", "--seeds", "2", "--out", out)
     assert queue.returncode == 0, queue.stderr
     assert "every run of this fake queue has finished" in queue.stdout
-    messages = git(tmp_path, "log", "--format=%s").splitlines()
     # batches: a_s0 b_s0 | a_s1 b_s1 (b_s1 unfinished) | b_s1
-    assert messages == [
+    assert "trained by" in git(tmp_path, "log", "-1", "--format=%s")
+    assert commit_subjects(tmp_path) == [
         "fake study: finished runs and report (0 runs pending in this queue)",
         "fake study: finished runs and report (1 runs pending in this queue)",
         "fake study: finished runs and report (2 runs pending in this queue)",
@@ -143,9 +157,7 @@ def test_a_failed_run_stops_the_queue_after_its_batch_is_committed(tmp_path: Pat
     assert queue.returncode == 1
     assert "RuntimeError: b_s0 cannot train" in queue.stdout and "run b_s0 FAILED" in queue.stdout
     assert "a run of this fake queue failed (exit status 1); the finished ones are committed" in queue.stderr
-    assert git(tmp_path, "log", "--format=%s").splitlines()[0] == (
-        "fake study: finished runs and report (1 runs pending in this queue)"
-    )
+    assert commit_subjects(tmp_path)[0] == "fake study: finished runs and report (1 runs pending in this queue)"
     assert sorted(git(tmp_path, "ls-files").split()) == [
         f"{out}/runs/a_s0/config.json",
         f"{out}/runs/a_s0/result.txt",
@@ -221,10 +233,7 @@ def test_the_full_queue_passes_its_folder_and_options_to_every_compare_call(tmp_
         == f"scripts/compare.py --full --report-only --no-progress-bar --out {out} --regressor-learning-rate 3e-4"
     )
     assert controls == "scripts/controls_report.py"
-    assert (
-        git(tmp_path, "log", "-1", "--format=%s")
-        == f"Full preset: expected_td seed 3 finished ({out}), report rebuilt\n"
-    )
+    assert commit_subjects(tmp_path)[0] == f"Full preset: expected_td seed 3 finished ({out}), report rebuilt"
     assert sorted(git(tmp_path, "ls-files").split()) == ["docs/results/controls/summary.md", f"{out}/summary.md"]
 
 
@@ -377,3 +386,23 @@ def test_a_lock_left_by_a_killed_git_command_is_removed_and_a_live_one_kept(tmp_
         check=True,
     )
     assert (git_dir / "index.lock").exists()
+
+
+def test_the_code_version_names_the_commit_and_flags_an_edited_package(tmp_path: Path):
+    make_git_repository(tmp_path)
+    (tmp_path / "sb3_per").mkdir()
+    (tmp_path / "sb3_per" / "x.py").write_text("a = 1\n")
+    (tmp_path / "notes.md").write_text("notes\n")
+    git(tmp_path, "add", "sb3_per/x.py", "notes.md")
+    git(tmp_path, "commit", "-q", "-m", "code")
+
+    def code_version() -> str:
+        source = f"source {ROOT / 'scripts' / 'commit_results.sh'} && code_version"
+        return subprocess.run(["bash", "-c", source], cwd=tmp_path, check=True, capture_output=True, text=True).stdout
+
+    head = git(tmp_path, "rev-parse", "--short", "HEAD")
+    (tmp_path / "notes.md").write_text("other notes\n")  # neither the package nor the experiment
+    (tmp_path / "sb3_per" / "new.py").write_text("b = 2\n")  # untracked: no training imports it unasked
+    assert code_version() == head
+    (tmp_path / "sb3_per" / "x.py").write_text("a = 2\n")
+    assert code_version() == head.strip() + "+uncommitted\n"
