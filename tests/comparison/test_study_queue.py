@@ -108,15 +108,20 @@ def make_repository(tmp_path: Path) -> None:
     make_git_repository(tmp_path)
 
 
-def run_queue(tmp_path: Path, *arguments: str, **environment: str) -> subprocess.CompletedProcess[str]:
+def run_script(tmp_path: Path, script: str, *arguments: str, **environment: str) -> subprocess.CompletedProcess[str]:
+    """``bash scripts/SCRIPT ARGUMENTS`` in the repository ``tmp_path``, this clone importable, ``environment`` set."""
     return subprocess.run(
-        ["bash", "scripts/study_queue.sh", "fake", *arguments],
+        ["bash", f"scripts/{script}", *arguments],
         cwd=tmp_path,
         env={**os.environ, "PYTHONPATH": str(ROOT), **environment},
         capture_output=True,
         text=True,
         timeout=120,
     )
+
+
+def run_queue(tmp_path: Path, *arguments: str, **environment: str) -> subprocess.CompletedProcess[str]:
+    return run_script(tmp_path, "study_queue.sh", "fake", *arguments, **environment)
 
 
 def test_the_queue_commits_finished_runs_and_the_report_after_each_batch(tmp_path: Path):
@@ -209,14 +214,7 @@ def full_queue_repository(tmp_path: Path) -> None:
 
 
 def run_full_queue(tmp_path: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["bash", "scripts/full_queue.sh", *arguments],
-        cwd=tmp_path,
-        env={**os.environ, "QUEUE_TEST_DIR": str(tmp_path)},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return run_script(tmp_path, "full_queue.sh", *arguments, QUEUE_TEST_DIR=str(tmp_path))
 
 
 def test_the_full_queue_passes_its_folder_and_options_to_every_compare_call(tmp_path: Path):
