@@ -208,7 +208,14 @@ def write_report(configs: Sequence[MinAtarConfig], out_dir: Path, command: str) 
                 f"{name}: `{game.env_id}` with N(0, {game.reward_noise_std:g}^2) added to each training reward (the "
                 "returns logged and the greedy evaluations are the game's own); no published figures.",
             ]
-    resumed = resumed_notes({config.run_name: run_dir(out_dir, config) for config in configs})
+    done = set(finished.itertuples(index=False, name=None))
+    resumed = resumed_notes(
+        {
+            config.run_name: run_dir(out_dir, config)
+            for config in configs
+            if (config.game, config.variant, config.seed) in done
+        }
+    )
     if resumed:
         lines += ["", "Runs resumed from a checkpoint (not bit-identical to an uninterrupted run):", "", *resumed]
     if returns.empty:

@@ -23,13 +23,16 @@ units, learning rate 3e-4, batch 256, replay 1e6, tau 0.005, gamma 0.99, entropy
 - ``relo``: ``PrioritizedReplayBuffer(alpha=0.5, epsilon=1e-5, weight_normalization="batch", beta_start=0.4,
   beta_end=1.0, beta_anneal_steps="auto")`` and ``sb3_per.ReLo()``: the ReLo authors' SAC settings.
 - ``la3p``: ``PrioritizedReplayBuffer(alpha=0.4, inverse_sampling=True, beta_anneal_steps="auto")`` and
-  ``sb3_per.LA3P()``: the LA3P authors' LAP exponent 0.4, prioritized share 0.5, priority floor 1, larger of the
-  twin critics' errors.
+  ``sb3_per.LA3P(min_priority=0.2)``: the LA3P authors' LAP exponent 0.4, prioritized share 0.5, larger of the twin
+  critics' errors, and their priority floor (also LAP's and PAL's loss threshold) 1 on rewards scaled by 5, that is
+  0.2 on the task's own rewards (``mujoco_training.LA3P_MIN_PRIORITY``).
 
 Deviations from the papers:
 
-- Every variant shares the RL Zoo's SAC settings above (each paper's baseline has its own: e.g. how many random steps
-  come first), and runs 300,000 env steps (``total_steps``; the papers' runs: 1M) with seeds 0-4.
+- Every variant shares the RL Zoo's SAC settings above (each paper's baseline has its own: the LA3P authors' SAC
+  takes 25,000 random steps first, a fixed entropy coefficient 0.2, and multiplies every reward by 5 before it is
+  stored, which no variant here does), and runs 300,000 env steps (``total_steps``; the papers' runs: 1M) with seeds
+  0-4.
 - ReLo: beta anneals linearly over the run (the authors' SAC compounds a per-step increase that reaches about 0.99
   within 3,000 steps); SAC's critic loss keeps SB3's factor 0.5; the authors ran the DeepMind Control Suite, not
   Gymnasium's MuJoCo tasks (see ``sb3_per.ReLo``).

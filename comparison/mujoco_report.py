@@ -24,9 +24,9 @@ from comparison.mujoco import (
 from comparison.statistics import (
     DEFAULT_BOOTSTRAP,
     NEAR_ZERO,
-    bootstrap_ci,
     iqm,
     keyed_generator,
+    normalised_iqm_ci,
     relative_difference_ci,
     same_seed_comparison,
 )
@@ -109,43 +109,54 @@ def comparison_table(scores: pd.DataFrame, task: str) -> list[str]:
     return lines
 
 
-def normalised_scores(scores: pd.DataFrame) -> pd.DataFrame:
+def normalised_tasks(scores: pd.DataFrame) -> list[str]:
     """
-    ``scores`` of the tasks without reward noise (those of the published comparisons; the noisy ones have their own
-    tables) where uniform has run and its IQM is positive (at least ``NEAR_ZERO``), each score divided by uniform's
-    IQM of it on the same task.
+    The tasks of ``scores`` without reward noise (those of the published comparisons; the noisy ones have their own
+    tables) where uniform has run and its IQM of every score is at least ``NEAR_ZERO``, in the order of ``scores``.
     """
-    parts = []
+    kept = []
     for task, rows in scores.groupby("task", sort=False):
         uniform = rows[rows["variant"] == REFERENCE]
         if TASKS[str(task)].noisy or uniform.empty:
             continue
-        reference = {score: iqm(uniform[score]) for score in SCORES}
-        if min(reference.values()) < NEAR_ZERO:
-            continue
-        parts.append(rows.assign(**{score: rows[score] / reference[score] for score in SCORES}))
-    return pd.concat(parts, ignore_index=True) if parts else scores.iloc[0:0]
+        if min(iqm(uniform[score]) for score in SCORES) >= NEAR_ZERO:
+            kept.append(str(task))
+    return kept
 
 
 def normalised_table(scores: pd.DataFrame) -> list[str]:
     """
-    Markdown rows: each variant's IQM, over its runs on the tasks of ``normalised_scores``, of its scores normalised
-    by uniform's IQM on each task; then the tasks left out.
+    Markdown rows: each variant's IQM, over its runs on the tasks of ``normalised_tasks``, of its scores divided by
+    uniform's IQM on the same task, with a stratified bootstrap interval that resamples uniform's runs too
+    (``normalised_iqm_ci``); then the tasks left out.
     """
-    normalised = normalised_scores(scores)
+    tasks = normalised_tasks(scores)
     lines = [
         f"| variant | tasks | runs | final / uniform IQM: IQM [{DEFAULT_BOOTSTRAP.level} CI] | "
         f"AUC / uniform IQM: IQM [{DEFAULT_BOOTSTRAP.level} CI] |",
         "|---|---|---|---|---|",
     ]
-    for variant, rows in normalised.groupby("variant", sort=False):
+    kept = scores[scores["task"].isin(tasks)]
+    for variant, rows in kept.groupby("variant", sort=False):
+        ran = [task for task in tasks if (rows["task"] == task).any()]
         cells = []
         for score in SCORES:
-            interval = bootstrap_ci(rows[score], iqm, rng=keyed_generator(0, "all", score, str(variant)))
-            cells.append(interval_cell(iqm(rows[score]), interval, digits=3))
-        lines.append(f"| {variant} | {rows['task'].nunique()} | {len(rows)} | {cells[0]} | {cells[1]} |")
-    kept = set(normalised["task"])
-    skipped = [task for task in dict.fromkeys(scores["task"]) if task not in kept]
+            pairs = [
+                (
+                    kept.loc[(kept["task"] == task) & (kept["variant"] == REFERENCE), score],
+                    rows.loc[rows["task"] == task, score],
+                )
+                for task in ran
+            ]
+            value, interval = normalised_iqm_ci(
+                pairs,
+                n_resamples=DEFAULT_BOOTSTRAP.n_resamples,
+                confidence=DEFAULT_BOOTSTRAP.confidence,
+                rng=keyed_generator(0, "all", score, str(variant)),
+            )
+            cells.append(interval_cell(value, interval, digits=3))
+        lines.append(f"| {variant} | {len(ran)} | {len(rows)} | {cells[0]} | {cells[1]} |")
+    skipped = [task for task in dict.fromkeys(scores["task"]) if task not in tasks]
     if skipped:
         lines += [
             "",
@@ -210,7 +221,14 @@ def write_report(configs: Sequence[MuJoCoConfig], out_dir: Path, command: str) -
     ]
     for note in noise_notes(configs):
         lines += ["", note]
-    resumed = resumed_notes({config.run_name: run_dir(out_dir, config) for config in configs})
+    finished = set(zip(scores["task"], scores["variant"], scores["seed"], strict=True))
+    resumed = resumed_notes(
+        {
+            config.run_name: run_dir(out_dir, config)
+            for config in configs
+            if (config.task, config.variant, config.seed) in finished
+        }
+    )
     if resumed:
         lines += ["", "Runs resumed from a checkpoint (not bit-identical to an uninterrupted run):", "", *resumed]
     if not returns.empty:
@@ -226,9 +244,11 @@ def write_report(configs: Sequence[MuJoCoConfig], out_dir: Path, command: str) -
         *published_table(),
         "",
         "IQM: mean of the middle half of the seeds (with 5 seeds, of the middle 3); intervals: percentile bootstrap "
-        f"over seeds (runs, across tasks), {DEFAULT_BOOTSTRAP.n_resamples} resamples. Relative difference: "
-        "(IQM of the variant - IQM of uniform) / |IQM of uniform|; same seed: on how many shared seeds the variant "
-        "ends above and below uniform, with the sign test's p-value.",
+        f"over seeds, {DEFAULT_BOOTSTRAP.n_resamples} resamples; across tasks, each task's runs resampled on their "
+        "own and uniform's runs too, so that the interval carries the uncertainty of the score it is normalised by. "
+        "Relative difference: (IQM of the variant - IQM of uniform) / |IQM of uniform|; same seed: on how many shared "
+        "seeds the variant ends above and below uniform, with the sign test's p-value (with 5 seeds it cannot fall "
+        "below 0.0625).",
         "",
     ]
     path = out_dir / SUMMARY_FILE

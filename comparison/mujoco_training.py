@@ -41,6 +41,10 @@ from comparison.study import holds_config, restart_run_dir
 from comparison.study_training import play_episodes
 from sb3_per import LA3P, PER, SAC, PrioritizedReplayBuffer, ReLo
 
+#: LA3P's priority floor and loss threshold on the task's own rewards: the authors' 1 on rewards they scale by 5
+#: (``reward_scale`` in their SAC's ``main.py``), so the same threshold against the TD errors of unscaled rewards.
+LA3P_MIN_PRIORITY = 1.0 / 5.0
+
 #: Each variant's keyword arguments of ``sb3_per.SAC`` (made fresh for each run: SAC gives its buffer's its gamma).
 VARIANT_SETTINGS: dict[str, Callable[[], dict[str, Any]]] = {
     "uniform": dict,
@@ -64,7 +68,7 @@ VARIANT_SETTINGS: dict[str, Callable[[], dict[str, Any]]] = {
     "la3p": lambda: dict(
         replay_buffer_class=PrioritizedReplayBuffer,
         replay_buffer_kwargs=dict(alpha=0.4, inverse_sampling=True, beta_anneal_steps="auto"),
-        replay_scheme=LA3P(),
+        replay_scheme=LA3P(min_priority=LA3P_MIN_PRIORITY),
     ),
 }
 

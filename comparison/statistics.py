@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -408,3 +408,41 @@ def median_ratio_ci(
     a_boot, b_boot = _resamples(a, n_resamples, generator), _resamples(b, n_resamples, generator)
     ratios = np.median(b_boot, axis=1) / np.median(a_boot, axis=1)
     return float(np.median(b) / np.median(a)), _percentile_interval(ratios, confidence)
+
+
+def normalised_iqm_ci(
+    tasks: Sequence[tuple[Iterable[float] | np.ndarray, Iterable[float] | np.ndarray]],
+    *,
+    n_resamples: int = 2000,
+    confidence: float = 0.95,
+    rng: RngLike = 0,
+    near_zero: float = NEAR_ZERO,
+) -> tuple[float, tuple[float, float]]:
+    """
+    IQM across tasks of scores normalised by a reference's IQM on each task (rliable's aggregate IQM, with the
+    reference measured here rather than fixed), with its percentile bootstrap CI: each resample draws every task's
+    runs from that task alone (stratified, as rliable's) and every task's reference runs too, so that the interval
+    carries the reference's uncertainty as well as the runs'.
+
+    :param tasks: per task, ``(reference values, values)`` (e.g. uniform's final returns and a variant's, one per
+        seed); each reference's IQM must be at least ``near_zero``
+    :param n_resamples: number of bootstrap resamples
+    :param confidence: coverage of the interval, in (0, 1)
+    :param rng: seed or generator (deterministic given a seed)
+    :param near_zero: the smallest reference IQM taken; a resampled one below it is raised to it
+    :return: ``(IQM of the normalised values of all tasks, (low, high))``
+    """
+    _check_confidence(confidence)
+    if not tasks:
+        raise ValueError("tasks must hold at least one (reference values, values) pair, got none")
+    pairs = [(_finite_1d(reference, "reference values"), _finite_1d(values)) for reference, values in tasks]
+    references = [iqm(reference) for reference, _ in pairs]
+    if min(references) < near_zero:
+        raise ValueError(f"each task's reference IQM must be >= near_zero={near_zero:g}, got {references}")
+    point = iqm(np.concatenate([values / scale for (_, values), scale in zip(pairs, references, strict=True)]))
+    generator = np.random.default_rng(rng)
+    parts = []
+    for reference, values in pairs:
+        scales = np.maximum(_iqm_rows(_resamples(reference, n_resamples, generator)), near_zero)
+        parts.append(_resamples(values, n_resamples, generator) / scales[:, np.newaxis])
+    return point, _percentile_interval(_iqm_rows(np.concatenate(parts, axis=1)), confidence)

@@ -24,6 +24,7 @@ import shlex
 import shutil
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field, fields
@@ -47,13 +48,16 @@ COMMON_OPTIONS = frozenset({"action", "seeds", "first_seed", "max_runs", "worker
 
 class StudyConfig(Protocol):
     """
-    One run of a study: a frozen dataclass that determines the run, with ``run_name``, ``to_json()`` (what
+    One run of a study: a frozen dataclass that determines the run, with ``run_name``, ``seed``, ``to_json()`` (what
     ``config.json`` holds) and the classmethod ``from_json(text)`` that reads it back (``ValueError`` on a text that
     is not such a config).
     """
 
     @property
     def run_name(self) -> str: ...
+
+    @property
+    def seed(self) -> int: ...
 
     def to_json(self) -> str: ...
 
@@ -321,13 +325,23 @@ def check_shard(index: int, count: int) -> None:
 
 def shard_plan(configs: Sequence[ConfigT], index: int, count: int) -> list[ConfigT]:
     """
-    Every ``count``-th run of ``configs`` from its ``index``-th (0-based): ``count`` processes given the same plan
-    and the indices 0 .. ``count - 1`` share it without overlap.
+    The runs of ``configs`` that shard ``index`` of ``count`` trains, in plan order: ``count`` processes given the
+    same plan and the indices 0 .. ``count - 1`` share it without overlap. Each seed's runs are dealt to the shards in
+    turn, the ``k``-th seed's first run to shard ``k % count``, so that the seeds of one setting (task, variant) are
+    spread over the shards rather than all trained by one: a queue's failures, resumes and machine load then fall on
+    every variant alike.
 
     :raises ValueError: naming ``index`` and ``count``, unless 0 <= ``index`` < ``count``
     """
     check_shard(index, count)
-    return list(configs[index::count])
+    seed_ranks = {seed: rank for rank, seed in enumerate(dict.fromkeys(config.seed for config in configs))}
+    dealt: Counter[int] = Counter()
+    chosen = []
+    for config in configs:
+        if (seed_ranks[config.seed] + dealt[config.seed]) % count == index:
+            chosen.append(config)
+        dealt[config.seed] += 1
+    return chosen
 
 
 def pending(study: Study[ConfigT], configs: Sequence[ConfigT], out_dir: Path) -> list[ConfigT]:
@@ -480,7 +494,7 @@ def study_parser(study: Study[Any]) -> argparse.ArgumentParser:
         type=natural_number,
         default=(0, 1),
         metavar=("INDEX", "COUNT"),
-        help="train (and count) only every COUNT-th run of the plan from its INDEX-th (0-based)",
+        help="train (and count) only shard INDEX (0-based) of COUNT: each seed's runs dealt to the shards in turn",
     )
     parser.add_argument("--out", type=Path, default=RESULTS_DIR / study.name, help="the study's folder")
     study.add_arguments(parser)
@@ -519,12 +533,12 @@ def study_main(study: Study[Any], argv: Sequence[str] | None = None) -> int:
     Command line of ``scripts/<name>_study.py``: ``run`` trains the unfinished runs of the plan (in order; one at a
     time unless ``--workers``) and writes the report; ``report`` only writes it; ``pending`` prints how many runs
     are unfinished; ``finished`` prints the folder of each finished run of the whole plan, a line each (what
-    ``scripts/study_queue.sh`` commits). ``--shard INDEX COUNT`` gives ``run`` and ``pending`` every COUNT-th run of
-    the plan from its INDEX-th (0-based), so that COUNT processes, one per core, given the same plan (every other
-    argument the same) share it without training a run twice; ``--workers N`` has one command train N runs at once,
-    each in a process of its own (a run that fails is reported, the others go on, and the exit status is 1); the
-    report always covers the whole plan. Bad values are argparse errors (exit status 2) that name the option and the
-    value, before anything is read or trained.
+    ``scripts/study_queue.sh`` commits). ``--shard INDEX COUNT`` gives ``run`` and ``pending`` shard INDEX (0-based) of
+    COUNT (``shard_plan``: each seed's runs dealt to the shards in turn), so that COUNT processes, one per core, given
+    the same plan (every other argument the same) share it without training a run twice; ``--workers N`` has one
+    command train N runs at once, each in a process of its own (a run that fails is reported, the others go on, and
+    the exit status is 1); the report always covers the whole plan. Bad values are argparse errors (exit status 2)
+    that name the option and the value, before anything is read or trained.
 
     :param study: the study
     :param argv: arguments (``sys.argv[1:]`` when None)

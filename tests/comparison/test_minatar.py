@@ -148,7 +148,12 @@ def test_shards_partition_the_plan_in_its_order_and_refuse_an_index_outside_the_
     shards = [shard_plan(plan, index, 5) for index in range(5)]
     names = [config.run_name for shard in shards for config in shard]
     assert sorted(names) == sorted(config.run_name for config in plan) and len(set(names)) == len(plan)
-    assert shards[1] == [plan[1], plan[6], plan[11], plan[16]]
+    for shard in shards:
+        assert shard == [config for config in plan if config in shard]
+    halves = [shard_plan(plan, index, 2) for index in range(2)]
+    for config in plan:  # each setting's two seeds go to different halves
+        other = replace(config, seed=1 - config.seed)
+        assert (config in halves[0]) != (other in halves[0])
     for index, count in ((2, 2), (-1, 2), (0, 0)):
         with pytest.raises(ValueError, match=f"got index={index}, count={count}"):
             shard_plan(plan, index, count)
@@ -286,8 +291,11 @@ def test_an_interrupted_run_resumes_from_its_checkpoint_and_records_where(tmp_pa
     logged = pd.read_csv(directory / PROGRESS_FILE)  # the checkpoint's rows, then the resumed attempt's
     assert list(logged["eval/return_mean"]) == list(rows["eval_return_mean"])
     assert checkpoints.checkpoint_folder(directory) is None
-    summary = write_report([config], tmp_path, "command").read_text()
-    assert "- breakout_per_s0: resumed at step 400" in summary
+    still_training = replace(config, seed=1)  # resumed, not finished: no note of it yet
+    run_dir(tmp_path, still_training).mkdir(parents=True)
+    (run_dir(tmp_path, still_training) / checkpoints.RESUMED_FILE).write_text(json.dumps({"resumed_at": [200]}))
+    summary = write_report([config, still_training], tmp_path, "command").read_text()
+    assert "- breakout_per_s0: resumed at step 400" in summary and "breakout_per_s1" not in summary
 
 
 @pytest.mark.slow

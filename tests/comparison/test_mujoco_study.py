@@ -114,6 +114,7 @@ def test_each_variant_trains_sac_with_its_replay_settings():
     )
     assert isinstance(la3p.replay_scheme, LA3P) and isinstance(la3p.replay_buffer, PrioritizedReplayBuffer)
     assert (la3p.replay_buffer.alpha, la3p.replay_buffer.inverse_sampling) == (0.4, True)
+    assert la3p.replay_scheme.min_priority == 0.2  # the authors' 1 on rewards they scale by 5
 
 
 def test_the_reward_noise_sits_outside_the_monitor_so_logged_returns_are_the_tasks_own():
@@ -215,6 +216,8 @@ def test_the_report_compares_each_variant_with_uniform_per_task_and_across_tasks
         write_finished_run(tmp_path, config, finals[config.task, config.variant][config.seed])
     (run_dir(tmp_path, configs[4]) / checkpoints.RESUMED_FILE).write_text(json.dumps({"resumed_at": [400]}))
     unfinished = MuJoCoConfig(task="hopper", variant="la3p", seed=0, **TINY)
+    run_dir(tmp_path, unfinished).mkdir(parents=True)  # resumed, still training: not a finished run's note
+    (run_dir(tmp_path, unfinished) / checkpoints.RESUMED_FILE).write_text(json.dumps({"resumed_at": [200]}))
     summary = MuJoCoStudy().report([*configs, unfinished], tmp_path, "python scripts/mujoco_study.py run").read_text()
     assert summary.splitlines()[0].startswith("# MuJoCo")
     assert "Finished runs: 12 of 13 planned." in summary
@@ -224,7 +227,7 @@ def test_the_report_compares_each_variant_with_uniform_per_task_and_across_tasks
     assert "| per | 1 | 3 | 1.083 [" in summary  # (150 + 250 + 250) / 3 / 200
     assert "| relo | 1 | 3 |" not in summary and "uniform's IQM below 0.001): hopper_noisy." in summary
     assert "## hopper_noisy" in summary and "N(0, 1^2) added to each training reward" in summary
-    assert "- hopper_per_s1: resumed at step 400" in summary
+    assert "- hopper_per_s1: resumed at step 400" in summary and "hopper_la3p_s0" not in summary
     assert "1.039 [1.023, 1.051]" in summary and "PER 0.94, LAP 1.09, LA3P 1.31" in summary
     returns = pd.read_csv(tmp_path / RETURNS_TABLE)
     assert len(returns) == 12 * 4 and list(returns.columns) == list(EVALUATION_COLUMNS)

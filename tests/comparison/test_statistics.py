@@ -8,7 +8,9 @@ import pytest
 from scipy.stats import mannwhitneyu
 
 from comparison.statistics import (
+    iqm,
     median_ratio_ci,
+    normalised_iqm_ci,
     probability_of_improvement,
     probability_of_improvement_ci,
     same_seed_comparison,
@@ -102,3 +104,29 @@ def test_summary_counts_the_seeds_on_which_a_variant_ends_below_uniforms_run_of_
     assert below != above  # so that swapping the two would fail
     expected = f"- Same seed, per vs uniform, final return: below on {below}, above on {above} of 3 seeds"
     assert expected in text, text
+
+
+def test_normalised_iqm_divides_each_task_by_its_references_iqm():
+    value, _ = normalised_iqm_ci([([100.0, 200.0, 300.0], [150.0, 250.0, 250.0]), ([10.0, 10.0, 10.0], [20.0, 30.0])])
+    assert value == pytest.approx(iqm([0.75, 1.25, 1.25, 2.0, 3.0]))
+
+
+def test_normalised_iqm_resamples_each_task_on_its_own():
+    # Every resample holds two runs of each task, so its IQM is that of [1, 1, 3, 3]: 2. A pooled bootstrap would
+    # draw resamples of one task alone, stretching the interval to about [1, 3].
+    value, interval = normalised_iqm_ci([([1.0, 1.0], [1.0, 1.0]), ([1.0, 1.0], [3.0, 3.0])])
+    assert value == 2.0 and interval == (2.0, 2.0)
+
+
+def test_normalised_iqm_interval_carries_the_references_spread():
+    values = [90.0, 100.0, 110.0, 120.0, 130.0]
+    _, fixed = normalised_iqm_ci([([110.0] * 5, values)])
+    _, spread = normalised_iqm_ci([([60.0, 80.0, 110.0, 140.0, 160.0], values)])
+    assert spread[1] - spread[0] > 2 * (fixed[1] - fixed[0])
+
+
+def test_normalised_iqm_refuses_no_task_and_a_reference_near_zero():
+    with pytest.raises(ValueError, match="at least one"):
+        normalised_iqm_ci([])
+    with pytest.raises(ValueError, match="reference IQM must be >= near_zero=0.001, got \\[0.0\\]"):
+        normalised_iqm_ci([([0.0, 0.0], [1.0, 2.0])])

@@ -159,15 +159,23 @@ def test_a_run_planned_twice_raises(tmp_path: Path):
         run_study(FakeStudy(), [FakeConfig(0), FakeConfig(0)], tmp_path)
 
 
-def test_shards_partition_the_plan():
+def test_shards_partition_the_plan_in_its_order():
     plan = FakeStudy().plan(range(4), variants=("a", "b", "c"))[:11]
     shards = [shard_plan(plan, index, 3) for index in range(3)]
-    assert shards[0] == plan[0::3]
     assert sorted(names([config for shard in shards for config in shard])) == sorted(names(plan))
     assert sum(len(shard) for shard in shards) == len(plan)
+    for shard in shards:
+        assert shard == [config for config in plan if config in shard]
     for index, count in ((3, 3), (-1, 2), (0, 0)):
         with pytest.raises(ValueError, match=f"index={index}, count={count}"):
             shard_plan(plan, index, count)
+
+
+def test_shards_deal_each_seeds_runs_in_turn_so_no_variant_is_left_to_one_shard():
+    plan = FakeStudy().plan(range(4), variants=("a", "b"))  # seed-major: a even number of runs a seed
+    shards = [shard_plan(plan, index, 2) for index in range(2)]
+    assert names(shards[0]) == ["a_s0", "b_s1", "a_s2", "b_s3"]
+    assert names(shards[1]) == ["b_s0", "a_s1", "b_s2", "a_s3"]
 
 
 def test_the_command_line_runs_reports_and_counts_pending(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
@@ -190,7 +198,7 @@ def test_shards_from_the_command_line_train_their_part_only(tmp_path: Path, caps
     study = FakeStudy()
     common = ["--seeds", "2", "--out", str(tmp_path)]
     assert study_main(study, ["run", *common, "--shard", "1", "2"]) == 0
-    assert study.trained == ["b_s0", "b_s1"]
+    assert study.trained == ["b_s0", "a_s1"]
     assert "trained 2 run(s); 0 pending" in capsys.readouterr().out
     assert "2 of 4" in (tmp_path / "summary.md").read_text()  # the report covers the whole plan
     study_main(study, ["pending", *common, "--shard", "0", "2"])
