@@ -51,7 +51,9 @@ Deviations from the papers:
 
 Layout of the output folder (``docs/results/mujoco`` by default)::
 
-    runs/<task>_<variant>_s<seed>/   config.json; progress.csv (SB3's logger, a row per evaluation); checkpoint/
+    runs/<task>_<variant>_s<seed>/   config.json; settings.json (SAC's and the variant's settings, the packages'
+                                     versions: a resume refuses other ones, the report names runs of other ones);
+                                     progress.csv (SB3's logger, a row per evaluation); checkpoint/
                                      (model.zip, replay_buffer.pkl, rows.csv, progress.csv, state.json: every
                                      checkpoint_freq steps, replaced whole, not committed); resumed.json (the steps
                                      the run resumed from, if any); evaluations.csv (written last: then the checkpoint
@@ -120,6 +122,8 @@ DEFAULT_EVAL_FREQ = 10_000
 DEFAULT_LEARNING_STARTS = 10_000
 
 EVALUATIONS_FILE = "evaluations.csv"
+#: A run's record of the settings it trained with (``comparison.mujoco_training.recorded_settings``).
+SETTINGS_FILE = "settings.json"
 #: Columns of a run's ``evaluations.csv``: one row per evaluation step (0, ``eval_freq``, ..., ``total_steps``).
 EVALUATION_COLUMNS: tuple[str, ...] = (
     "task",
@@ -211,6 +215,16 @@ def check_evaluations(rows: pd.DataFrame, config: MuJoCoConfig, source: Path | s
     """
     run = {"task": config.task, "variant": config.variant, "seed": config.seed}
     check_result_rows(rows, RESULT_COLUMNS, run, config.evaluation_steps(until), config.eval_episodes, source)
+
+
+def differing_settings(saved: Any, current: Any, prefix: str = "") -> list[str]:
+    """The dotted keys (e.g. ``sac.replay_buffer_kwargs.alpha``) at which two JSON records of settings differ."""
+    if isinstance(saved, dict) and isinstance(current, dict):
+        keys = sorted(set(saved) | set(current))
+        return [
+            key for name in keys for key in differing_settings(saved.get(name), current.get(name), prefix + name + ".")
+        ]
+    return [] if saved == current else [prefix.rstrip(".") or "(the whole record)"]
 
 
 def finished_evaluations(config: MuJoCoConfig, run_dir: Path) -> pd.DataFrame | None:

@@ -8,6 +8,7 @@ published figures beside them; and the learning curves.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -17,8 +18,10 @@ from comparison.checkpoints import resumed_notes
 from comparison.experiment import write_csv_atomically, write_text_atomically
 from comparison.mujoco import (
     EVALUATION_COLUMNS,
+    SETTINGS_FILE,
     TASKS,
     MuJoCoConfig,
+    differing_settings,
     finished_evaluations,
 )
 from comparison.statistics import (
@@ -165,6 +168,28 @@ def normalised_table(scores: pd.DataFrame) -> list[str]:
     return lines
 
 
+def settings_notes(configs: Sequence[MuJoCoConfig], out_dir: Path) -> list[str]:
+    """
+    Whether the finished runs ``configs`` trained with the settings of the code that writes the report: their
+    ``settings.json`` against ``recorded_settings``; a line for each run that recorded others, or one line saying
+    that all did.
+    """
+    from comparison.mujoco_training import recorded_settings  # torch and SB3: only when runs have finished
+
+    notes = []
+    for config in configs:
+        path = run_dir(out_dir, config) / SETTINGS_FILE
+        if not path.exists():
+            notes.append(f"- {config.run_name}: none recorded (trained before runs recorded their settings)")
+            continue
+        differing = differing_settings(json.loads(path.read_text()), recorded_settings(config))
+        if differing:
+            notes.append(f"- {config.run_name}: other than the code's now at {', '.join(differing)}")
+    if not notes:
+        return [f"Every finished run recorded the settings of the code that wrote this report ({SETTINGS_FILE})."]
+    return [f"Runs whose {SETTINGS_FILE} does not record the settings of the code that wrote this report:", "", *notes]
+
+
 def published_table() -> list[str]:
     """Markdown rows: the published figures (other settings than ours)."""
     lines = ["| source | setting | figure |", "|---|---|---|"]
@@ -222,15 +247,12 @@ def write_report(configs: Sequence[MuJoCoConfig], out_dir: Path, command: str) -
     for note in noise_notes(configs):
         lines += ["", note]
     finished = set(zip(scores["task"], scores["variant"], scores["seed"], strict=True))
-    resumed = resumed_notes(
-        {
-            config.run_name: run_dir(out_dir, config)
-            for config in configs
-            if (config.task, config.variant, config.seed) in finished
-        }
-    )
+    finished_configs = [config for config in configs if (config.task, config.variant, config.seed) in finished]
+    resumed = resumed_notes({config.run_name: run_dir(out_dir, config) for config in finished_configs})
     if resumed:
         lines += ["", "Runs resumed from a checkpoint (not bit-identical to an uninterrupted run):", "", *resumed]
+    if finished_configs:
+        lines += ["", *settings_notes(finished_configs, out_dir)]
     if not returns.empty:
         plot_curves(returns, out_dir / CURVES_FILE)
         lines += ["", f"![learning curves]({CURVES_FILE})"]

@@ -10,6 +10,8 @@ checkpoint is deleted.
 from __future__ import annotations
 
 import functools
+import importlib.metadata
+import json
 import math
 import time
 from collections.abc import Callable
@@ -27,19 +29,24 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from comparison import checkpoints
 from comparison.checkpoints import PROGRESS_FILE, joined, read_progress, remove_checkpoints
-from comparison.experiment import write_csv_atomically
+from comparison.experiment import write_csv_atomically, write_text_atomically
 from comparison.minatar import RewardNoise
 from comparison.mujoco import (
     EVAL_SEED,
     EVALUATION_COLUMNS,
     EVALUATIONS_FILE,
+    SETTINGS_FILE,
     TASKS,
     MuJoCoConfig,
     check_evaluations,
+    differing_settings,
 )
 from comparison.study import holds_config, restart_run_dir
 from comparison.study_training import play_episodes
 from sb3_per import LA3P, PER, SAC, PrioritizedReplayBuffer, ReLo
+
+#: The packages whose versions a run records: those that simulate the task and train the model.
+PACKAGES = ("gymnasium", "mujoco", "numpy", "stable_baselines3", "torch")
 
 #: LA3P's priority floor and loss threshold on the task's own rewards: the authors' 1 on rewards they scale by 5
 #: (``reward_scale`` in their SAC's ``main.py``), so the same threshold against the TD errors of unscaled rewards.
@@ -85,11 +92,10 @@ def make_training_env(config: MuJoCoConfig) -> VecEnv:
     return make_vec_env(task.env_id, n_envs=1, seed=config.seed, wrapper_class=add_noise)
 
 
-def make_model(config: MuJoCoConfig, env: VecEnv) -> SAC:
-    """``sb3_per.SAC`` with the RL Zoo's MuJoCo settings and ``config``'s variant on ``env``, on the CPU."""
-    return SAC(
-        "MlpPolicy",
-        env,
+def model_settings(config: MuJoCoConfig) -> dict[str, Any]:
+    """The keyword arguments of ``sb3_per.SAC`` besides the policy and env: the RL Zoo's MuJoCo settings and
+    ``config``'s variant, on the CPU."""
+    return dict(
         learning_rate=3e-4,
         buffer_size=config.buffer_size,
         learning_starts=config.learning_starts,
@@ -104,6 +110,49 @@ def make_model(config: MuJoCoConfig, env: VecEnv) -> SAC:
         device="cpu",
         **VARIANT_SETTINGS[config.variant](),
     )
+
+
+def make_model(config: MuJoCoConfig, env: VecEnv) -> SAC:
+    """``sb3_per.SAC`` with ``model_settings(config)`` on ``env``."""
+    return SAC("MlpPolicy", env, **model_settings(config))
+
+
+def as_json(value: Any) -> Any:
+    """``value`` as JSON holds it: a class by its qualified name, any other object but a number, string or
+    container by its ``repr`` (a replay scheme's repr names all its settings), a tuple as a list."""
+    if isinstance(value, type):
+        return f"{value.__module__}.{value.__qualname__}"
+    if isinstance(value, dict):
+        return {str(key): as_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [as_json(item) for item in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return repr(value)
+
+
+def recorded_settings(config: MuJoCoConfig) -> dict[str, Any]:
+    """What a run's ``settings.json`` holds: ``model_settings`` (``as_json``) and the versions of the packages that
+    simulate the task and train the model (``PACKAGES``)."""
+    return {
+        "sac": as_json(model_settings(config)),
+        "packages": {name: importlib.metadata.version(name) for name in PACKAGES},
+    }
+
+
+def check_settings(config: MuJoCoConfig, run_dir: Path) -> None:
+    """
+    :raises ValueError: naming the file and what differs, unless ``run_dir``'s ``settings.json`` records
+        ``recorded_settings(config)``
+    """
+    path = Path(run_dir) / SETTINGS_FILE
+    try:
+        saved = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as error:
+        raise ValueError(f"{path} cannot be read ({error})") from None
+    differing = differing_settings(saved, recorded_settings(config))
+    if differing:
+        raise ValueError(f"{path} records other settings than this code's: {', '.join(differing)}")
 
 
 def evaluation_returns(model: Any, env: gym.Env, episodes: int) -> list[float]:
@@ -218,8 +267,10 @@ def save_checkpoint(model: SAC, log: EvaluationLog) -> None:
 
 
 def fresh_start(config: MuJoCoConfig, run_dir: Path) -> tuple[SAC, RunStart]:
-    """A new model for ``config``'s run, in ``run_dir`` emptied of what an attempt left and holding its config."""
+    """A new model for ``config``'s run, in ``run_dir`` emptied of what an attempt left and holding its config and
+    its ``settings.json``."""
     restart_run_dir(config, run_dir)
+    write_text_atomically(json.dumps(recorded_settings(config), indent=2, sort_keys=True), run_dir / SETTINGS_FILE)
     return make_model(config, make_training_env(config)), RunStart()
 
 
@@ -228,8 +279,10 @@ def resumed_start(config: MuJoCoConfig, run_dir: Path, checkpoint: Path) -> tupl
     The model and state of ``config``'s run as its ``checkpoint`` holds them, on a new training env
     (``comparison.checkpoints.load_checkpoint``).
 
-    :raises ValueError: the checkpoint's rows are not the run's up to its step
+    :raises ValueError: the run's ``settings.json`` records other settings than this code's (``check_settings``), or
+        the checkpoint's rows are not the run's up to its step
     """
+    check_settings(config, run_dir)
     env = make_training_env(config)
     model, saved = checkpoints.load_checkpoint(
         checkpoint, run_dir, lambda path: SAC.load(path, env=env, device="cpu"), config.seed

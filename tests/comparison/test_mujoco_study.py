@@ -23,9 +23,11 @@ from comparison.minatar import RewardNoise
 from comparison.mujoco import (
     EVALUATION_COLUMNS,
     EVALUATIONS_FILE,
+    SETTINGS_FILE,
     VARIANTS,
     MuJoCoConfig,
     MuJoCoStudy,
+    differing_settings,
     plan_runs,
 )
 from comparison.mujoco_report import CURVES_FILE, RETURNS_TABLE, SUMMARY_FILE
@@ -228,6 +230,7 @@ def test_the_report_compares_each_variant_with_uniform_per_task_and_across_tasks
     assert "| relo | 1 | 3 |" not in summary and "uniform's IQM below 0.001): hopper_noisy." in summary
     assert "## hopper_noisy" in summary and "N(0, 1^2) added to each training reward" in summary
     assert "- hopper_per_s1: resumed at step 400" in summary and "hopper_la3p_s0" not in summary
+    assert "- hopper_per_s1: none recorded (trained before runs recorded their settings)" in summary
     assert "1.039 [1.023, 1.051]" in summary and "PER 0.94, LAP 1.09, LA3P 1.31" in summary
     returns = pd.read_csv(tmp_path / RETURNS_TABLE)
     assert len(returns) == 12 * 4 and list(returns.columns) == list(EVALUATION_COLUMNS)
@@ -287,3 +290,33 @@ def test_an_interrupted_run_resumes_from_its_checkpoint_and_records_where(tmp_pa
     summary = study.report([config], tmp_path, "command").read_text()
     assert "Finished runs: 1 of 1 planned." in summary and "- hopper_la3p_s0: resumed at step 400" in summary
     assert len(pd.read_csv(tmp_path / RETURNS_TABLE)) == 4
+
+
+@pytest.mark.slow
+def test_a_run_records_its_settings_and_a_resume_under_other_settings_starts_afresh(
+    tmp_path: Path, train_until_a_checkpoint
+):
+    study = MuJoCoStudy()
+    config = MuJoCoConfig(task="hopper", variant="la3p", **TINY)
+    directory = run_dir(tmp_path, config)
+    train_until_a_checkpoint(lambda: study.train(config, directory))
+    settings = json.loads((directory / SETTINGS_FILE).read_text())
+    assert settings == training.recorded_settings(config)
+    assert "min_priority=0.2" in settings["sac"]["replay_scheme"] and settings["packages"]["mujoco"].startswith("4.0")
+    settings["sac"]["replay_buffer_kwargs"]["alpha"] = 0.5  # as if the code had changed since the checkpoint
+    (directory / SETTINGS_FILE).write_text(json.dumps(settings))
+    with pytest.warns(UserWarning, match="records other settings than this code's: sac.replay_buffer_kwargs.alpha"):
+        run_study(study, [config], tmp_path, announce=lambda line: None)
+    assert not (directory / checkpoints.RESUMED_FILE).exists()  # trained from its first step
+    assert json.loads((directory / SETTINGS_FILE).read_text()) == training.recorded_settings(config)
+    assert "Every finished run recorded the settings" in study.report([config], tmp_path, "command").read_text()
+    (directory / SETTINGS_FILE).write_text(json.dumps(settings))
+    summary = study.report([config], tmp_path, "command").read_text()
+    assert "- hopper_la3p_s0: other than the code's now at sac.replay_buffer_kwargs.alpha" in summary
+
+
+def test_differing_settings_name_each_dotted_key():
+    saved = {"sac": {"alpha": 0.5, "net": [256, 256]}, "packages": {"torch": "2.13.0"}}
+    current = {"sac": {"alpha": 0.4, "net": [256, 256], "tau": 0.005}, "packages": {"torch": "2.13.0"}}
+    assert differing_settings(saved, current) == ["sac.alpha", "sac.tau"]
+    assert differing_settings(saved, saved) == [] and differing_settings(None, saved) == ["(the whole record)"]
