@@ -48,6 +48,9 @@ def final_shares(priority: float, buffer: float = 0.5, seeds: int = 5) -> pd.Dat
 def test_the_noise_goal_is_the_buffer_share_plus_a_tenth():
     assert noise_figure(final_shares(0.59)).passed is True
     assert noise_figure(final_shares(0.61)).passed is False
+    assert "interval reaching above" not in noise_figure(final_shares(0.55)).text
+    wide = final_shares(0.59).assign(noisy_priority_share=[0.45, 0.55, 0.59, 0.63, 0.73])
+    assert noise_figure(wide).passed is True and noise_figure(wide).text.endswith("its interval reaching above the bar")
     no_priorities = final_shares(0.5).assign(noisy_priority_share=np.nan)
     assert noise_figure(no_priorities).passed is None
 
