@@ -141,8 +141,9 @@ def load_checkpoint(
 def resumed_or_none(run_dir: Path, resume: Callable[[Path], Resumed]) -> Resumed | None:
     """
     ``resume(checkpoint)`` of the run's checkpoint (``checkpoint_folder``); None where there is none, or where it
-    cannot be read (``UNREADABLE``): that one is deleted with a ``UserWarning``, so that the run starts from its first
-    step rather than failing at every start. The caller has checked that the folder holds the run's config.
+    cannot be read or ``resume`` refuses it (``UNREADABLE``, e.g. a ``ValueError`` for a checkpoint trained under
+    other settings): that one is deleted with a ``UserWarning``, so that the run starts from its first step rather
+    than failing at every start. The caller has checked that the folder holds the run's config.
 
     :param run_dir: the run's folder
     :param resume: what the run makes of its checkpoint's folder (``load_checkpoint`` and its checks)

@@ -51,8 +51,9 @@ Deviations from the papers:
 
 Layout of the output folder (``docs/results/mujoco`` by default)::
 
-    runs/<task>_<variant>_s<seed>/   config.json; settings.json (SAC's and the variant's settings, the packages'
-                                     versions: a resume refuses other ones, the report names runs of other ones);
+    runs/<task>_<variant>_s<seed>/   config.json; settings.json (SAC's and the variant's settings, the buffer's
+                                     defaults, the packages' builds: a resume refuses other ones, the report names
+                                     runs of other ones);
                                      progress.csv (SB3's logger, a row per evaluation); checkpoint/
                                      (model.zip, replay_buffer.pkl, rows.csv, progress.csv, state.json: every
                                      checkpoint_freq steps, replaced whole, not committed); resumed.json (the steps

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import importlib.metadata
+import inspect
 import json
 import math
 import time
@@ -22,6 +23,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pandas as pd
+from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import configure
@@ -131,12 +133,32 @@ def as_json(value: Any) -> Any:
     return repr(value)
 
 
+def keyword_defaults(cls: type) -> dict[str, Any]:
+    """The defaults of ``cls``'s constructor: what its instances take where their keyword arguments are silent."""
+    parameters = inspect.signature(cls).parameters.values()
+    return {parameter.name: parameter.default for parameter in parameters if parameter.default is not parameter.empty}
+
+
+def installed_version(package: str) -> str:
+    """``package``'s installed version (as ``importlib.metadata`` gives it, e.g. ``2.13.0+cpu``), or ``"absent"``."""
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return "absent"
+
+
 def recorded_settings(config: MuJoCoConfig) -> dict[str, Any]:
-    """What a run's ``settings.json`` holds: ``model_settings`` (``as_json``) and the versions of the packages that
-    simulate the task and train the model (``PACKAGES``)."""
+    """
+    What a run's ``settings.json`` holds (``as_json``): ``model_settings``, the defaults of its replay buffer's
+    constructor (which its ``replay_buffer_kwargs`` leave in force), and the versions of the packages that simulate
+    the task and train the model (``PACKAGES``, the exact build: a CUDA build of torch differs from a CPU one).
+    sb3_per's own code is not in it: the queue's commit of each run names the commit that trained it.
+    """
+    settings = model_settings(config)
     return {
-        "sac": as_json(model_settings(config)),
-        "packages": {name: importlib.metadata.version(name) for name in PACKAGES},
+        "sac": as_json(settings),
+        "buffer_defaults": as_json(keyword_defaults(settings.get("replay_buffer_class", ReplayBuffer))),
+        "packages": {name: installed_version(name) for name in PACKAGES},
     }
 
 

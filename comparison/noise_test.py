@@ -357,13 +357,19 @@ def plan_runs(
     return [NoiseTestConfig(variant=variant, seed=seed, **settings) for seed in seeds for variant in variants]
 
 
-def mean_and_ci(values: np.ndarray) -> str:
-    """``mean [low, high]`` of per-seed values (bootstrap over seeds), or ``n/a`` where none is finite."""
+def mean_ci(values: np.ndarray) -> tuple[float, float, float] | None:
+    """``(mean, low, high)`` of the finite per-seed values (bootstrap over seeds), or None where none is finite."""
     finite = values[np.isfinite(values)]
     if not finite.size:
-        return "n/a"
+        return None
     low, high = bootstrap_ci(finite, statistic=np.mean)
-    return f"{finite.mean():.3f} [{low:.3f}, {high:.3f}]"
+    return float(finite.mean()), low, high
+
+
+def mean_and_ci(values: np.ndarray) -> str:
+    """``mean [low, high]`` of per-seed values (``mean_ci``), or ``n/a`` where none is finite."""
+    figure = mean_ci(values)
+    return "n/a" if figure is None else f"{figure[0]:.3f} [{figure[1]:.3f}, {figure[2]:.3f}]"
 
 
 def final_rows(rows: pd.DataFrame) -> pd.DataFrame:

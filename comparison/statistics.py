@@ -429,16 +429,23 @@ def normalised_iqm_ci(
     :param n_resamples: number of bootstrap resamples
     :param confidence: coverage of the interval, in (0, 1)
     :param rng: seed or generator (deterministic given a seed)
-    :param near_zero: the smallest reference IQM taken; a resampled one below it is raised to it
+    :param near_zero: the smallest reference IQM taken (> 0); a resampled one below it is raised to it
     :return: ``(IQM of the normalised values of all tasks, (low, high))``
+    :raises ValueError: no task, ``near_zero`` not above 0, an empty or non-finite sample, or a task whose reference
+        IQM is below ``near_zero`` (named by its position in ``tasks``)
     """
     _check_confidence(confidence)
+    if not near_zero > 0:
+        raise ValueError(f"near_zero must be > 0, got {near_zero}")
     if not tasks:
         raise ValueError("tasks must hold at least one (reference values, values) pair, got none")
     pairs = [(_finite_1d(reference, "reference values"), _finite_1d(values)) for reference, values in tasks]
     references = [iqm(reference) for reference, _ in pairs]
-    if min(references) < near_zero:
-        raise ValueError(f"each task's reference IQM must be >= near_zero={near_zero:g}, got {references}")
+    for position, reference_iqm in enumerate(references):
+        if reference_iqm < near_zero:
+            raise ValueError(
+                f"task {position}'s reference IQM must be >= near_zero={near_zero:g}, got {reference_iqm:g}"
+            )
     point = iqm(np.concatenate([values / scale for (_, values), scale in zip(pairs, references, strict=True)]))
     generator = np.random.default_rng(rng)
     parts = []

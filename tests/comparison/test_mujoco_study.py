@@ -31,7 +31,9 @@ from comparison.mujoco import (
     plan_runs,
 )
 from comparison.mujoco_report import CURVES_FILE, RETURNS_TABLE, SUMMARY_FILE
+from comparison.statistics import keyed_generator, normalised_iqm_ci
 from comparison.study import CONFIG_FILE, pending, run_dir, run_study, study_main
+from comparison.study_report import interval_cell
 from sb3_per import LA3P, PER, PrioritizedReplayBuffer, ReLo
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -227,6 +229,11 @@ def test_the_report_compares_each_variant_with_uniform_per_task_and_across_tasks
     assert "| per | 3 | 216.7 [" in summary and "| 150, 250, 250 |" in summary
     assert "| per | +8.3% [" in summary and "| 2/1 (p=1.00) |" in summary  # 150 > 100, 250 > 200, 250 < 300
     assert "| per | 1 | 3 | 1.083 [" in summary  # (150 + 250 + 250) / 3 / 200
+    # its interval resamples uniform's runs too (not the pooled runs alone, with uniform's IQM held fixed)
+    value, interval = normalised_iqm_ci(
+        [([100.0, 200.0, 300.0], [150.0, 250.0, 250.0])], rng=keyed_generator(0, "all", "final", "per")
+    )
+    assert f"| per | 1 | 3 | {interval_cell(value, interval, digits=3)} |" in summary
     assert "| relo | 1 | 3 |" not in summary and "uniform's IQM below 0.001): hopper_noisy." in summary
     assert "## hopper_noisy" in summary and "N(0, 1^2) added to each training reward" in summary
     assert "- hopper_per_s1: resumed at step 400" in summary and "hopper_la3p_s0" not in summary
@@ -320,3 +327,16 @@ def test_differing_settings_name_each_dotted_key():
     current = {"sac": {"alpha": 0.4, "net": [256, 256], "tau": 0.005}, "packages": {"torch": "2.13.0"}}
     assert differing_settings(saved, current) == ["sac.alpha", "sac.tau"]
     assert differing_settings(saved, saved) == [] and differing_settings(None, saved) == ["(the whole record)"]
+
+
+def test_the_settings_record_holds_the_buffers_defaults_and_a_missing_or_other_record_is_refused(tmp_path: Path):
+    config = MuJoCoConfig(task="hopper", variant="la3p", **TINY)
+    settings = training.recorded_settings(config)
+    assert settings["buffer_defaults"]["epsilon"] == 1e-6  # in force: the variant's kwargs leave it unset
+    assert training.installed_version("no-such-package-here") == "absent"
+    with pytest.raises(ValueError, match=f"{tmp_path / SETTINGS_FILE} cannot be read"):
+        training.check_settings(config, tmp_path)
+    settings["buffer_defaults"]["epsilon"] = 1e-5  # as if the library's default had changed since the run began
+    (tmp_path / SETTINGS_FILE).write_text(json.dumps(settings))
+    with pytest.raises(ValueError, match=r"other settings than this code's: buffer_defaults\.epsilon$"):
+        training.check_settings(config, tmp_path)

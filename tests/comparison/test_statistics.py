@@ -128,5 +128,7 @@ def test_normalised_iqm_interval_carries_the_references_spread():
 def test_normalised_iqm_refuses_no_task_and_a_reference_near_zero():
     with pytest.raises(ValueError, match="at least one"):
         normalised_iqm_ci([])
-    with pytest.raises(ValueError, match=r"reference IQM must be >= near_zero=0.001, got \[0.0\]"):
-        normalised_iqm_ci([([0.0, 0.0], [1.0, 2.0])])
+    with pytest.raises(ValueError, match=r"task 1's reference IQM must be >= near_zero=0\.001, got 0"):
+        normalised_iqm_ci([([1.0, 1.0], [1.0, 2.0]), ([0.0, 0.0], [1.0, 2.0])])
+    with pytest.raises(ValueError, match="near_zero must be > 0, got 0"):
+        normalised_iqm_ci([([1.0, 1.0], [1.0, 2.0])], near_zero=0)
