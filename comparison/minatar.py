@@ -137,6 +137,10 @@ NOISE_STREAM = 71_077_345
 THEIR_TOTAL_FRAMES = 5_000_000
 
 RETURNS_FILE = "returns.csv"
+#: The ``info`` key of ``EventTag``'s tags, and its tags: a frame with no reward that goes on, one whose game reward is
+#: not 0, and one with no reward that ends the episode
+EVENT_KEY = "replay_event"
+NO_EVENT, REWARD_EVENT, END_EVENT = 0, 1, 2
 #: Logged rows between checkpoints (100,000 frames at the default ``log_interval``: a few minutes of a run).
 CHECKPOINT_ROWS = 2
 #: Columns of a run's ``returns.csv``: one row per logged frame (0, ``log_interval``, ..., ``total_frames``).
@@ -362,16 +366,41 @@ class RewardNoise(gym.Wrapper[Any, Any, Any, Any]):
         return observation, float(reward) + self.std * float(self._noise.standard_normal()), terminated, truncated, info
 
 
-def make_training_env(config: MinAtarConfig) -> VecEnv:
+class EventTag(gym.Wrapper[Any, Any, Any, Any]):
+    """
+    Tags each step in its ``info`` (``EVENT_KEY``) by what happened in it: ``REWARD_EVENT`` where the game's reward is
+    not 0, else ``END_EVENT`` where the episode terminated, else ``NO_EVENT``; a tagged replay buffer
+    (``tag_key=EVENT_KEY``) then reports how much of its priority mass and of its batches each kind of frame gets. It
+    draws nothing and changes nothing else.
+    """
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        event = REWARD_EVENT if reward != 0 else END_EVENT if terminated else NO_EVENT
+        return observation, float(reward), terminated, truncated, {**info, EVENT_KEY: event}
+
+
+def wrapped(env: gym.Env, wrappers: Sequence[Callable[[gym.Env], gym.Env]]) -> gym.Env:
+    """``env`` inside each of ``wrappers`` in turn, the first innermost."""
+    return functools.reduce(lambda inner, wrapper: wrapper(inner), wrappers, env)
+
+
+def make_training_env(config: MinAtarConfig, tag_events: bool = False) -> VecEnv:
     """
     ``config``'s training env: a VecEnv of one game, seeded, SB3's ``Monitor`` recording the game's own returns, and
     outside it the game's reward noise, if any.
+
+    :param tag_events: also tag each step by the game's own reward (``EventTag``, inside the noise)
     """
     game = GAMES[config.game]
-    if not game.noisy:
+    wrappers: list[Callable[[gym.Env], gym.Env]] = [EventTag] if tag_events else []
+    if game.noisy:
+        wrappers.append(functools.partial(RewardNoise, std=game.reward_noise_std))
+    if not wrappers:
         return make_vec_env(game.env_id, n_envs=1, seed=config.seed)
-    add_noise = functools.partial(RewardNoise, std=game.reward_noise_std)
-    return make_vec_env(game.env_id, n_envs=1, seed=config.seed, wrapper_class=add_noise)
+    return make_vec_env(
+        game.env_id, n_envs=1, seed=config.seed, wrapper_class=functools.partial(wrapped, wrappers=wrappers)
+    )
 
 
 def register_minatar() -> None:
@@ -386,11 +415,19 @@ def register_minatar() -> None:
     warnings.filterwarnings("ignore", message=r".*MinAtar/\w+-v0 is out of date", category=DeprecationWarning)
 
 
-def make_model(config: MinAtarConfig, env: Any) -> DQN:
+def make_model(config: MinAtarConfig, env: Any, tag_key: str | None = None) -> DQN:
     """
     ``sb3_per.DQN`` with the authors' settings for ``config`` on ``env`` (a VecEnv of one MinAtar env), on the CPU.
+
+    :param tag_key: the ``info`` key that tags each stored transition (``EVENT_KEY`` of a ``tag_events`` env), for
+        the replay telemetry; a prioritized variant's only
+    :raises ValueError: a ``tag_key`` for a variant with SB3's uniform buffer
     """
     variant = VARIANTS[config.variant]
+    if tag_key is not None and not variant.prioritized:
+        raise ValueError(
+            f"tag_key is for a prioritized variant's buffer, got tag_key={tag_key!r} for {config.variant!r}"
+        )
     buffer_kwargs = (
         dict(
             alpha=config.alpha,
@@ -399,6 +436,7 @@ def make_model(config: MinAtarConfig, env: Any) -> DQN:
             beta_anneal_steps=config.beta_anneal_samples,
             epsilon=config.priority_epsilon,
             weight_normalization="batch",
+            **({} if tag_key is None else {"tag_key": tag_key}),
         )
         if variant.prioritized
         else None
