@@ -44,6 +44,7 @@ from comparison.minatar import (
     make_training_env,
     register_minatar,
 )
+from comparison.processes import configure_torch_threads
 from comparison.study import CONFIG_FILE, restart_run_dir
 from sb3_per.telemetry import telemetry_key
 
@@ -213,6 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.command == "run":
+        configure_torch_threads(1)  # as the study's runs: one core each, beside other runs
         try:
             configs = [attention_config(args.game, variant, args.seed, args.frames) for variant in args.variants]
         except ValueError as error:

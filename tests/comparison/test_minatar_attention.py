@@ -9,6 +9,7 @@ import gymnasium as gym
 import numpy as np
 import pandas as pd
 import pytest
+import torch as th
 from gymnasium import spaces
 
 from comparison.checkpoints import PROGRESS_FILE
@@ -149,7 +150,14 @@ def test_the_command_line_skips_a_finished_run_and_reports_it(tmp_path: Path, ca
     out = tmp_path / "attention"
     train_attention_run(config, out / "runs" / config.run_name)
     monkeypatch.setattr("comparison.minatar_attention.attention_config", lambda *args: config)
-    assert main(["run", "--variants", "per", "--out", str(out), "--study-runs", str(tmp_path / "none")]) == 0
+    threads = th.get_num_threads()
+    th.set_num_threads(2)
+    try:
+        assert main(["run", "--variants", "per", "--out", str(out), "--study-runs", str(tmp_path / "none")]) == 0
+        # one torch thread, as the study's runs: two on a core shared with other runs made a run five times slower
+        assert th.get_num_threads() == 1
+    finally:
+        th.set_num_threads(threads)
     assert "breakout_per_s0: finished already" in capsys.readouterr().out
     summary = (out / "summary.md").read_text()
     assert "## breakout, per, seed 0" in summary
