@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs a study (scripts/NAME_study.py) to the end in the background, BATCH runs at a time. After each batch it
-# rebuilds the report from every finished run and commits it with the finished run folders (what the study's
+# rebuilds the report from every finished run (the MinAtar study's queue also issue 46's controls page,
+# scripts/controls_report.py) and commits it with the finished run folders (what the study's
 # `finished` action lists: a run counts once its result file, written last, is complete), under a lock that the
 # queues of the study share, so that a stopped machine loses at most the runs in progress. Stop it with:
 # kill <its pid>, which stops the training in progress too (redone, or resumed from its checkpoint, on the next
@@ -57,6 +58,11 @@ commit_finished() {
             mapfile -t finished <<< "$listed"
         fi
         paths=("${finished[@]}" "$report" "$out"/*.csv "$out"/*.png)  # not a hand-written page beside the report
+        # The MinAtar study feeds issue 46's controls page, which the full preset's queue rebuilds too
+        if [ "$name" = minatar ]; then
+            .venv/bin/python scripts/controls_report.py
+            paths+=(docs/results/controls/summary.md)
+        fi
         commit_results "${name} study: ${summary}" "${paths[@]}"
     ) 9> "$(git rev-parse --git-dir)/${name}_queue.lock"
 }

@@ -155,6 +155,32 @@ def test_the_queue_commits_finished_runs_and_the_report_after_each_batch(tmp_pat
     assert git(tmp_path, "status", "--porcelain", "--", out) == f"?? {out}/README.md\n"  # the only file left out
 
 
+def test_the_minatar_queue_commits_the_controls_page_rebuilt_with_its_report(tmp_path: Path):
+    make_repository(tmp_path)
+    scripts = tmp_path / "scripts"
+    (scripts / "minatar_study.py").write_text(FAKE_STUDY)
+    (scripts / "controls_report.py").write_text(
+        "from pathlib import Path\n"
+        "page = Path('docs/results/controls/summary.md')\n"
+        "page.parent.mkdir(parents=True, exist_ok=True)\n"
+        "page.write_text(str(sorted(Path('results/fake/runs').glob('*'))))\n"
+    )
+    queue = run_script(tmp_path, "study_queue.sh", "minatar", "1", "--seeds", "1", "--out", "results/fake")
+    assert queue.returncode == 0, queue.stderr
+    first, last = (git(tmp_path, "show", "--name-only", "--format=", commit).split() for commit in ("HEAD~1", "HEAD"))
+    assert "docs/results/controls/summary.md" in first and "results/fake/runs/a_s0/result.txt" in first
+    # rebuilt after each batch, so that it holds the runs committed with it
+    assert "b_s0" in (tmp_path / "docs/results/controls/summary.md").read_text()
+    assert "docs/results/controls/summary.md" in last
+    # any other study's queue leaves the page alone
+    other = tmp_path / "other"
+    other.mkdir()
+    make_repository(other)
+    (other / "scripts" / "controls_report.py").write_text("raise SystemExit('not to be run')\n")
+    assert run_queue(other, "1", "--seeds", "1", "--out", "results/fake").returncode == 0
+    assert not (other / "docs").exists()
+
+
 def test_a_failed_run_stops_the_queue_after_its_batch_is_committed(tmp_path: Path):
     make_repository(tmp_path)
     out = "results/fake"
